@@ -1,0 +1,77 @@
+#pragma once
+// The Model concept: what the engine needs from a model architecture.
+//
+// Contract:
+//  - info() is fixed for the model's lifetime.
+//  - init_kv_cache(config) allocates the paged KV pool (config.num_blocks x config.block_size token
+//    slots, all layers, K and V) on the model's device, dropping any previous contents. It must be
+//    called before the first forward().
+//  - forward(batch, out) runs one pass over the batch's tokens (see ForwardBatch), writes each token's
+//    K/V into its slot, and fills `out` with batch.num_outputs() rows of logits (vocab_size floats)
+//    or final hidden states (hidden_size floats). A batch that does not validate (see
+//    validate_forward_batch) is an invalid_argument error and changes nothing.
+//  - copy_blocks(copies) copies whole KV blocks, in order.
+//  - A model is used by one thread at a time; none of these throw.
+//  - The result for a token depends only on its sequence's tokens (batch invariance): bit-exact on
+//    the CPU backend.
+//
+// Implementations static_assert(llaisys::Model<T>). Plugins additionally provide
+// `static Result<std::unique_ptr<T>> create(const ModelCreateParams&)` (PluginModel).
+
+#include <concepts>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "llaisys/core/device.hpp"
+#include "llaisys/core/dtype.hpp"
+#include "llaisys/core/status.hpp"
+#include "llaisys/model/forward_batch.hpp"
+#include "llaisys/model/types.hpp"
+
+namespace llaisys {
+
+struct ModelInfo {
+  std::string architecture;
+  int32_t vocab_size = 0;
+  int32_t hidden_size = 0;
+  int32_t num_layers = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  int32_t max_context = 0;
+  TokenId bos_token_id = -1;
+  std::vector<TokenId> eos_token_ids;
+  DType kv_dtype = DType::f32;
+  uint64_t weight_bytes = 0;        // weights read per decode step
+  uint64_t kv_bytes_per_token = 0;  // K + V, all layers
+
+  int32_t output_width(OutputKind kind) const {
+    return kind == OutputKind::logits ? vocab_size : hidden_size;
+  }
+};
+
+struct ModelCreateParams {
+  std::filesystem::path model_dir;
+  Device device = Device::cpu();
+  int32_t num_threads = 0;         // 0: the model's choice
+  std::string options_json = "{}"; // plugin-specific options
+};
+
+template <class M>
+concept Model = requires(M& model, const M& const_model, const ForwardBatch& batch,
+                         std::span<float> out, const KvCacheConfig& kv_config,
+                         std::span<const BlockCopy> copies) {
+  { const_model.info() } -> std::same_as<const ModelInfo&>;
+  { model.init_kv_cache(kv_config) } -> std::same_as<Status>;
+  { model.forward(batch, out) } -> std::same_as<Status>;
+  { model.copy_blocks(copies) } -> std::same_as<Status>;
+};
+
+template <class M>
+concept PluginModel = Model<M> && requires(const ModelCreateParams& params) {
+  { M::create(params) } -> std::same_as<Result<std::unique_ptr<M>>>;
+};
+
+}  // namespace llaisys

@@ -1,0 +1,27 @@
+#include "llaisys/core/dtype.hpp"
+
+namespace llaisys {
+
+std::string_view to_string(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::f32: return "f32";
+    case DType::bf16: return "bf16";
+    case DType::f16: return "f16";
+    case DType::i32: return "i32";
+    case DType::i64: return "i64";
+    case DType::u8: return "u8";
+  }
+  return "unknown";
+}
+
+std::optional<DType> parse_dtype(std::string_view name) noexcept {
+  if (name == "f32" || name == "F32" || name == "float32") return DType::f32;
+  if (name == "bf16" || name == "BF16" || name == "bfloat16") return DType::bf16;
+  if (name == "f16" || name == "F16" || name == "float16") return DType::f16;
+  if (name == "i32" || name == "I32" || name == "int32") return DType::i32;
+  if (name == "i64" || name == "I64" || name == "int64") return DType::i64;
+  if (name == "u8" || name == "U8" || name == "uint8") return DType::u8;
+  return std::nullopt;
+}
+
+}  // namespace llaisys
