@@ -1,0 +1,15 @@
+#pragma once
+// llaisys-bench subcommands. Each registers itself with the CLI and sets the exit code when run.
+
+#include <CLI/CLI.hpp>
+
+namespace llaisys::bench {
+
+// Host memory copy bandwidth: the reference every CPU memory-bound figure is judged against.
+void add_memcpy_command(CLI::App& app, int& exit_code);
+
+// Measures large-memcpy bandwidth in bytes (read + written) per second over `bytes`-sized buffers,
+// best of `repeats` runs, using `num_threads` threads each copying its own slice.
+double measure_copy_bandwidth(std::size_t bytes, int repeats, int num_threads);
+
+}  // namespace llaisys::bench
