@@ -241,6 +241,7 @@ export class ChatApp {
     this.state.lastModel = conversation.model;
     this.saveNow();
     this.render();
+    if (conversation === this.active()) this.messages.scrollToBottom();
 
     const startedAt = performance.now();
     let firstAt: number | null = null;
@@ -321,7 +322,8 @@ export class ChatApp {
     this.root.classList.toggle(`${panel}-open`, open);
     if (open && panel === "settings") {
       this.root.classList.remove("sidebar-open");
-      this.settings.focusFirst();
+      // On a phone, focusing a field would pop the keyboard over the panel.
+      if (!isPhoneWidth()) this.settings.focusFirst();
     }
     if (open && panel === "sidebar") this.root.classList.remove("settings-open");
   }

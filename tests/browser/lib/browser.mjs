@@ -33,7 +33,9 @@ export async function launchBrowser() {
 // A fresh context (empty localStorage) with the app loaded. Browser console errors and failed
 // page errors are collected in page.problems, for specs to assert on.
 export async function openApp(browser, { viewport = DESKTOP } = {}) {
-  const context = await browser.newContext({ viewport, reducedMotion: "reduce", deviceScaleFactor: 1 });
+  // Phone width is also a phone: touch, no hover (so the hover-only controls are always shown).
+  const phone = viewport.width <= PHONE.width;
+  const context = await browser.newContext({ viewport, reducedMotion: "reduce", deviceScaleFactor: 1, isMobile: phone, hasTouch: phone });
   const page = await context.newPage();
   page.problems = [];
   page.on("pageerror", (e) => page.problems.push(`page error: ${e.message}`));

@@ -6,6 +6,8 @@
 
 // Prometheus gauge: requests being generated right now (summed over all label sets).
 export const METRIC_RUNNING_REQUESTS = "llaisys_requests_running";
+// Prometheus gauge: requests admitted but waiting for their turn (summed over all label sets).
+export const METRIC_WAITING_REQUESTS = "llaisys_requests_waiting";
 // Prometheus gauge: KV-cache blocks held by running requests (summed over all label sets).
 // After a stopped request is freed it returns to what it was before the request.
 export const METRIC_KV_BLOCKS_USED = "llaisys_kv_blocks_used";

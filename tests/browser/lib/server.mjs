@@ -1,6 +1,6 @@
 // Talking to the server directly (not through the UI): references the specs compare the UI with.
 import { API_KEY, BASE_URL } from "./env.mjs";
-import { METRIC_KV_BLOCKS_USED, METRIC_RUNNING_REQUESTS, tokenIdsFrom, tokenizeRequest } from "./server-contract.mjs";
+import { METRIC_KV_BLOCKS_USED, METRIC_RUNNING_REQUESTS, METRIC_WAITING_REQUESTS, tokenIdsFrom, tokenizeRequest } from "./server-contract.mjs";
 
 function url(path) {
   return new URL(path, BASE_URL).toString();
@@ -50,7 +50,11 @@ export function metricValue(text, name) {
 
 export async function serverLoad() {
   const text = await (await fetch(url("metrics"))).text();
-  return { running: metricValue(text, METRIC_RUNNING_REQUESTS), kvBlocksUsed: metricValue(text, METRIC_KV_BLOCKS_USED) };
+  return {
+    running: metricValue(text, METRIC_RUNNING_REQUESTS),
+    waiting: metricValue(text, METRIC_WAITING_REQUESTS),
+    kvBlocksUsed: metricValue(text, METRIC_KV_BLOCKS_USED),
+  };
 }
 
 // Polls until `predicate(load)` holds; returns the last load seen, or throws after `timeoutMs`.
@@ -66,18 +70,17 @@ export async function waitForLoad(predicate, timeoutMs, what) {
 }
 
 // Starts a streaming request outside the browser and keeps it open until abort() (used to fill
-// the server's capacity). Resolves once the response headers arrived.
-export async function openBackgroundStream(model, maxTokens) {
+// the server's capacity). Does not wait for the answer: a queued request may get its headers only
+// when it starts running.
+export function openBackgroundStream(model, maxTokens) {
   const controller = new AbortController();
-  const response = await fetch(url("v1/chat/completions"), {
+  const done = fetch(url("v1/chat/completions"), {
     method: "POST",
     headers: headers(),
     body: JSON.stringify({ model, stream: true, max_tokens: maxTokens, messages: [{ role: "user", content: "Keep going for a while." }] }),
     signal: controller.signal,
-  });
-  const reading = response.body
-    ?.getReader()
-    .read()
+  })
+    .then((response) => response.body?.getReader().read())
     .catch(() => undefined);
-  return { status: response.status, abort: () => (controller.abort(), reading) };
+  return { abort: () => (controller.abort(), done) };
 }

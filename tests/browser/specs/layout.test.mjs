@@ -34,6 +34,10 @@ for (const [width, viewport] of [["desktop", DESKTOP], ["phone", PHONE]]) {
       assert.equal(await waitForAnswer(page), "error");
       await page.context().setOffline(false);
       await check(page, `${width}-chat`, problems);
+      // The view followed the conversation: the newest thing (the error card) is on screen.
+      const card = await lastAnswer(page).getByTestId("error").boundingBox();
+      const view = await page.getByTestId("messages").boundingBox();
+      assert.ok(card.y >= view.y - 1 && card.y + card.height <= view.y + view.height + 1, `the error card is not in view: ${JSON.stringify({ card, view })}`);
 
       await userMessages(page).first().hover();
       await userMessages(page).first().getByTestId("edit").click();

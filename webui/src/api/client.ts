@@ -127,7 +127,7 @@ function handleChunk(data: string, outcome: StreamOutcome, onDelta: (text: strin
   }
   if (typeof json !== "object" || json === null) return;
   const chunk = json as Record<string, unknown>;
-  if (chunk.error !== undefined) throw new ApiError(errorFromStreamEvent(chunk));
+  if (chunk.error !== undefined && chunk.error !== null) throw new ApiError(errorFromStreamEvent(chunk));
   const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
   for (const choice of choices) {
     if (typeof choice !== "object" || choice === null || ((choice as { index?: unknown }).index ?? 0) !== 0) continue;

@@ -40,11 +40,20 @@ export class MessageList {
   private conversationId: string | null = null;
   private editingId: string | null = null;
   private lastModel: MessageListModel | null = null;
+  // Whether the view follows the newest text: true until the user scrolls up, again once they
+  // scroll back down (or send something).
+  private followBottom = true;
 
   constructor(private readonly callbacks: MessageListCallbacks) {
     this.column = h("div", { class: "message-column" });
     this.element = h("section", { class: "messages", "data-testid": "messages", role: "log", "aria-label": "Messages" }, this.column);
     this.element.addEventListener("click", (e) => this.onClick(e));
+    this.element.addEventListener("scroll", () => (this.followBottom = this.isNearBottom()), { passive: true });
+    // The view also changes size (the message box grows with a long draft, the phone keyboard opens):
+    // keep the newest text in view when it was.
+    new ResizeObserver(() => {
+      if (this.followBottom) this.scrollToBottom();
+    }).observe(this.element);
   }
 
   // Starts editing a user message (the "edit last message" error action uses it too).
@@ -68,7 +77,7 @@ export class MessageList {
       this.editingId = null;
       this.conversationId = conversation?.id ?? null;
     }
-    const stick = switched || this.isNearBottom();
+    const stick = switched || this.followBottom;
     if (conversation === undefined || conversation.messages.length === 0) {
       this.views.clear();
       this.column.replaceChildren(this.renderWelcome(model.modelLabel));
@@ -102,6 +111,7 @@ export class MessageList {
   }
 
   scrollToBottom(): void {
+    this.followBottom = true;
     this.element.scrollTop = this.element.scrollHeight;
   }
 

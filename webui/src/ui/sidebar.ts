@@ -88,12 +88,16 @@ export class Sidebar {
 
   render(model: SidebarModel): void {
     this.lastModel = model;
+    // A re-render while renaming (e.g. another chat's answer finished) keeps what was typed.
+    const typing = this.list.querySelector<HTMLInputElement>(".rename-input");
+    const typed = typing !== null && typing.dataset.id === this.renamingId ? typing.value : null;
     const items = model.conversations.map((c) => this.renderItem(c, model));
     if (items.length === 0) {
       items.push(h("li", { class: "conversation-empty" }, "No chats yet. Your chats are kept in this browser."));
     }
     this.list.replaceChildren(...items);
     const editor = this.list.querySelector<HTMLInputElement>(".rename-input");
+    if (editor !== null && typed !== null) editor.value = typed;
     if (editor !== null && document.activeElement !== editor) {
       editor.focus();
       editor.select();
@@ -153,6 +157,7 @@ export class Sidebar {
       class: "rename-input",
       "data-testid": "rename-input",
       "aria-label": "Chat name",
+      "data-id": c.id,
       maxlength: 200,
       onkeydown: (e: Event) => {
         if ((e as KeyboardEvent).key === "Escape") this.finishRename(c.id, null);
