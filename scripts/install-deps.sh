@@ -6,10 +6,14 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$root/scripts/debian-packages.txt" | grep -v '^$')
+# A package counts as present when it is installed, or when an installed package provides it (e.g.
+# NodeSource's nodejs provides npm and conflicts with Debian's npm package).
+provided=" $(dpkg-query -W -f='${db:Status-Status} ${Provides}\n' 2>/dev/null \
+  | sed -n 's/^installed //p' | tr ',' '\n' | sed -e 's/([^)]*)//g' -e 's/[[:space:]]//g' | sort -u | tr '\n' ' ')"
 missing=()
 for pkg in "${wanted[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
-  [ "$status" = "installed" ] || missing+=("$pkg")
+  [ "$status" = "installed" ] || [[ "$provided" == *" $pkg "* ]] || missing+=("$pkg")
 done
 
 if [ ${#missing[@]} -gt 0 ]; then
