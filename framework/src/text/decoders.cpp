@@ -6,6 +6,7 @@
 #include "byte_level.hpp"
 #include "json_fields.hpp"
 #include "pipeline.hpp"
+#include "utf8.hpp"
 
 namespace llaisys::text {
 namespace {
@@ -48,13 +49,23 @@ class ReplaceDecoder final : public Decoder {
   std::string content_;
 };
 
-// "<0x41>" tokens become raw bytes; runs of them are joined (invalid UTF-8 is repaired later).
+// "<0x41>" tokens become raw bytes; a run of them that is valid UTF-8 becomes its text, an invalid
+// run one U+FFFD per byte (Hugging Face's rule, unlike the maximal-subpart repair elsewhere).
 class ByteFallbackDecoder final : public Decoder {
  public:
   void decode_chain(std::vector<std::string>& tokens) const override {
     std::vector<std::string> out;
     std::string pending;
     bool have_pending = false;
+    auto flush = [&] {
+      if (utf8::is_valid(pending)) {
+        out.push_back(std::move(pending));
+      } else {
+        for (std::size_t i = 0; i < pending.size(); ++i) out.emplace_back(utf8::kReplacement);
+      }
+      pending.clear();
+      have_pending = false;
+    };
     for (std::string& token : tokens) {
       unsigned value = 0;
       const bool is_byte = token.size() == 6 && token.starts_with("<0x") && token.back() == '>' &&
@@ -64,14 +75,10 @@ class ByteFallbackDecoder final : public Decoder {
         have_pending = true;
         continue;
       }
-      if (have_pending) {
-        out.push_back(std::move(pending));
-        pending.clear();
-        have_pending = false;
-      }
+      if (have_pending) flush();
       out.push_back(std::move(token));
     }
-    if (have_pending) out.push_back(std::move(pending));
+    if (have_pending) flush();
     tokens = std::move(out);
   }
 };
