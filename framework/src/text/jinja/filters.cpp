@@ -399,7 +399,11 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
     t["attr"] = [](Interpreter& in, const Value& v, CallArgs& a, const SourceLocation& w) {
       auto b = bind(a, {"name"}, "attr", w);
       if (!b[0]) type_error("attr() missing the name", w);
-      return in.get_attr(v, to_str(*b[0]), w);
+      // Python's getattr only: no fallback to items, unlike `v.name`.
+      const std::string name = to_str(*b[0]);
+      if (v.is_ns()) return in.get_attr(v, name, w);
+      if (auto method = bound_method(v, name)) return *method;
+      return Value::undefined(fmt::format("'{} object' has no attribute '{}'", v.type_name(), name));
     };
     t["wordcount"] = [](Interpreter&, const Value& v, CallArgs&, const SourceLocation&) {
       return Value::integer(static_cast<int64_t>(py::split(to_str(v), std::nullopt, -1).size()));
