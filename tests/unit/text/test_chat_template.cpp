@@ -124,6 +124,8 @@ TEST_CASE("template errors say what and where") {
       {"{{ 'unterminated }}", "unexpected end of string"},
       {"{% frobnicate %}", "encountered unknown tag 'frobnicate'"},
       {"{# comment", "missing end of comment tag"},
+      // found by fuzz_chat_template: an attribute index beyond int64
+      {"{{ x.99999999999999999999 }}", "integer index out of range"},
   };
   for (const Case& c : syntax) {
     auto tmpl = ChatTemplate::from_string(c.source);

@@ -346,7 +346,11 @@ class ExpressionParser {
         } else if (current().type == TokenType::integer) {
           auto e = make(ExprKind::getitem, where);
           auto index = make(ExprKind::literal, current().where);
-          index->literal = Value::integer(std::stoll(next().value));
+          const std::string& digits = next().value;
+          int64_t value = 0;
+          const auto result = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+          if (result.ec != std::errc()) fail("TemplateSyntaxError", "integer index out of range", index->where);
+          index->literal = Value::integer(value);
           e->children.push_back(std::move(node));
           e->children.push_back(std::move(index));
           node = std::move(e);
