@@ -433,7 +433,8 @@ class ExpressionParser {
       e->name = expect_name();
       while (is_op(".")) {
         next();
-        e->name += "." + expect_name();
+        e->name += '.';
+        e->name += expect_name();
       }
       e->children.push_back(std::move(node));
       if (is_op("(")) parse_call_args(*e);
@@ -463,7 +464,8 @@ class ExpressionParser {
     e->name = expect_name();
     while (is_op(".")) {
       next();
-      e->name += "." + expect_name();
+      e->name += '.';
+        e->name += expect_name();
     }
     e->children.push_back(std::move(node));
     const Token& t = current();

@@ -224,17 +224,25 @@ std::string float_repr(double d) {
   std::string out = negative ? "-" : "";
   if (decimal_point > -4 && decimal_point <= 16) {
     if (decimal_point <= 0) {
-      out += "0." + std::string(static_cast<std::size_t>(-decimal_point), '0') + digits;
+      out.append("0.");
+      out.append(static_cast<std::size_t>(-decimal_point), '0');
+      out.append(digits);
     } else if (static_cast<std::size_t>(decimal_point) >= digits.size()) {
-      out += digits + std::string(static_cast<std::size_t>(decimal_point) - digits.size(), '0') + ".0";
+      out.append(digits);
+      out.append(static_cast<std::size_t>(decimal_point) - digits.size(), '0');
+      out.append(".0");
     } else {
-      out += digits.substr(0, static_cast<std::size_t>(decimal_point)) + "." +
-             digits.substr(static_cast<std::size_t>(decimal_point));
+      out.append(digits, 0, static_cast<std::size_t>(decimal_point));
+      out.push_back('.');
+      out.append(digits, static_cast<std::size_t>(decimal_point));
     }
     return out;
   }
-  out += digits.substr(0, 1);
-  if (digits.size() > 1) out += "." + digits.substr(1);
+  out.push_back(digits[0]);
+  if (digits.size() > 1) {
+    out.push_back('.');
+    out.append(digits, 1);
+  }
   out += fmt::format("e{}{:02d}", exponent < 0 ? '-' : '+', std::abs(exponent));
   return out;
 }
@@ -442,10 +450,14 @@ std::string json_key(const Value& key, const SourceLocation& where) {
 
 void dump(std::string& out, const Value& v, const JsonOptions& o, const SourceLocation& where, int depth) {
   check_depth(depth, where);
+  if (out.size() > o.max_bytes) fail("LimitError", fmt::format("JSON output exceeds {} bytes", o.max_bytes), where);
   auto newline = [&](int level) {
     if (!o.indent) return;
     out += '\n';
-    for (int i = 0; i < level; ++i) out += *o.indent;
+    for (int i = 0; i < level; ++i) {
+      out += *o.indent;
+      if (out.size() > o.max_bytes) fail("LimitError", fmt::format("JSON output exceeds {} bytes", o.max_bytes), where);
+    }
   };
   using K = Value::Kind;
   switch (v.kind()) {

@@ -143,6 +143,7 @@ struct JsonOptions {
   std::string key_separator = ": ";
   bool sort_keys = false;
   bool ensure_ascii = false;
+  std::size_t max_bytes = SIZE_MAX;  // a LimitError beyond this
 };
 // Python's json.dumps; throws a TypeError for values JSON cannot hold.
 std::string to_json(const Value& v, const JsonOptions& options, const SourceLocation& where);
