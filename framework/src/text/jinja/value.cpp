@@ -19,6 +19,11 @@ void check_depth(int depth, const SourceLocation& where) {
   if (depth > kMaxDepth) fail("LimitError", "value nested too deeply", where);
 }
 
+uint32_t checked_depth(uint32_t deepest_child) {
+  if (deepest_child + 1 > kMaxValueDepth) fail("LimitError", fmt::format("values nested deeper than {}", kMaxValueDepth), {});
+  return deepest_child + 1;
+}
+
 const DictData& empty_dict() {
   static const DictData instance;
   return instance;
@@ -43,6 +48,7 @@ const Value* DictData::find(std::string_view key) const {
 }
 
 void DictData::set(Value key, Value value) {
+  depth = std::max(depth, checked_depth(std::max(key.depth(), value.depth())));
   for (auto& [k, v] : entries) {
     if (equals(k, key)) {
       v = std::move(value);
@@ -57,6 +63,30 @@ const Value* CallArgs::find_keyword(std::string_view name) const {
     if (k == name) return &v;
   }
   return nullptr;
+}
+
+Value Value::list(std::vector<Value> items, ListKind kind) {
+  uint32_t deepest = 0;
+  for (const Value& item : items) deepest = std::max(deepest, item.depth());
+  auto data = std::make_shared<ListData>(ListData{std::move(items), kind});
+  data->depth = checked_depth(deepest);
+  return Value(Kind::list, std::shared_ptr<const ListData>(std::move(data)));
+}
+
+Value Value::dict(std::shared_ptr<DictData> data) {
+  uint32_t deepest = 0;
+  for (const auto& [k, v] : data->entries) deepest = std::max({deepest, k.depth(), v.depth()});
+  data->depth = checked_depth(deepest);
+  return Value(Kind::dict, std::shared_ptr<const DictData>(std::move(data)));
+}
+
+uint32_t Value::depth() const {
+  switch (kind_) {
+    case Kind::list: return list_data().depth;
+    case Kind::dict:
+    case Kind::ns: return dict_data().depth;
+    default: return 0;
+  }
 }
 
 const DictData& Value::dict_data() const {
