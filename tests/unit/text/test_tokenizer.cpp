@@ -1,6 +1,8 @@
 // The Qwen2 tokenizer against the reference vectors (llama.cpp's qwen2.inp/.out and transformers.js'
 // qwen2-cases.json), plus loading errors and the general tokenizer.json features.
 
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "text_test_support.hpp"
@@ -25,6 +27,25 @@ TEST_CASE("every reference case encodes to the expected ids and decodes back") {
     }
   }
   CHECK(failures == 0);
+}
+
+TEST_CASE("concurrent encodes through one tokenizer agree with the reference (shared word cache)") {
+  auto tokenizer = qwen2();
+  const auto cases = tokenizer_cases();
+  std::vector<int> failures(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 5; ++round) {
+        for (std::size_t i = static_cast<std::size_t>(t); i < cases.size(); i += 2) {
+          auto ids = tokenizer->encode(cases[i].text);
+          if (!ids.ok() || ids.value() != cases[i].ids) ++failures[static_cast<std::size_t>(t)];
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(failures == std::vector<int>(4, 0));
 }
 
 TEST_CASE("special tokens in text are recognised; skip_special_tokens drops only special ones") {
