@@ -130,6 +130,10 @@ TEST_CASE("malformed tokenizer.json files give clear errors") {
       {R"({"model": {"type": "BPE", "merges": []}})", "'vocab' must be an object"},
       {R"({"model": {"type": "BPE", "vocab": {"a": -1}, "merges": []}})", "must be a token id"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}})", "id 0 is used by"},
+      // found by fuzz_tokenizer_json: huge ids would allocate gigabytes of dense tables
+      {R"({"model": {"type": "BPE", "vocab": {"a": 200000000}, "merges": []}})", "too sparse"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+           "added_tokens": [{"id": 200000000, "content": "x"}]})", "'id' must be a token id below"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})", "merged token 'ab' is not in"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a"]}})", "not two tokens"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [["a", "zz"]]}})", "'zz' is not in the vocabulary"},
