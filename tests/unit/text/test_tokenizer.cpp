@@ -48,7 +48,7 @@ TEST_CASE("concurrent encodes through one tokenizer agree with the reference (sh
   CHECK(failures == std::vector<int>(4, 0));
 }
 
-TEST_CASE("special tokens in text are recognised; skip_special_tokens drops only special ones") {
+TEST_CASE("special tokens in text are recognised, and skip_special_tokens drops only special ones") {
   auto tokenizer = qwen2();
   auto ids = tokenizer->encode("<|im_start|>user\nhi<|im_end|><tool_call>");
   REQUIRE(ids.ok());
