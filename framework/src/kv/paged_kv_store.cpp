@@ -63,8 +63,6 @@ int32_t PagedKVStore::match_prefix(SeqId seq, std::span<const TokenId> tokens,
   s.blocks = std::move(match.blocks);
   s.num_cached_blocks = static_cast<int32_t>(s.blocks.size());
   s.num_tokens = s.num_cached_blocks * block_size();
-  prefix_query_tokens_ += static_cast<int64_t>(tokens.size());
-  prefix_hit_tokens_ += s.num_tokens;
   return s.num_tokens;
 }
 
@@ -202,8 +200,6 @@ KVStats PagedKVStore::stats() const {
           .num_cached_blocks = cache_ ? cache_->num_cached_blocks() : 0,
           .num_evictable_blocks = cache_ ? cache_->num_evictable_blocks() : 0,
           .num_sequences = static_cast<int32_t>(seqs_.size()),
-          .prefix_query_tokens = prefix_query_tokens_,
-          .prefix_hit_tokens = prefix_hit_tokens_,
           .num_evicted_blocks = num_evicted_blocks_};
 }
 

@@ -43,19 +43,12 @@ struct KVStats {
   int32_t num_cached_blocks = 0;     // held by the prefix cache (locked or not)
   int32_t num_evictable_blocks = 0;  // cached and unlocked: reclaimable on demand
   int32_t num_sequences = 0;
-  int64_t prefix_query_tokens = 0;   // tokens looked up by match_prefix
-  int64_t prefix_hit_tokens = 0;     // of which found in the cache
   int64_t num_evicted_blocks = 0;
 
   // Blocks neither free nor reclaimable, i.e. pinned by running sequences.
   int32_t num_used_blocks() const { return num_blocks - num_free_blocks - num_evictable_blocks; }
   double usage() const {
     return num_blocks > 0 ? static_cast<double>(num_used_blocks()) / num_blocks : 0.0;
-  }
-  double prefix_hit_rate() const {
-    return prefix_query_tokens > 0
-               ? static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_query_tokens)
-               : 0.0;
   }
 };
 

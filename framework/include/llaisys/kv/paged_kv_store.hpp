@@ -74,8 +74,6 @@ class PagedKVStore {
   BlockPool pool_;
   std::unique_ptr<RadixCache> cache_;
   std::unordered_map<SeqId, SeqBlocks> seqs_;
-  int64_t prefix_query_tokens_ = 0;
-  int64_t prefix_hit_tokens_ = 0;
   int64_t num_evicted_blocks_ = 0;
 };
 
