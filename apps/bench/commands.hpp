@@ -7,6 +7,8 @@ namespace llaisys::bench {
 
 // Host memory copy bandwidth: the reference every CPU memory-bound figure is judged against.
 void add_memcpy_command(CLI::App& app, int& exit_code);
+// Tokenizer encode throughput against Hugging Face's tokenizers on the same corpus.
+void add_tokenizer_command(CLI::App& app, int& exit_code);
 
 // Measures large-memcpy bandwidth in bytes (read + written) per second over `bytes`-sized buffers,
 // best of `repeats` runs, using `num_threads` threads each copying its own slice.
