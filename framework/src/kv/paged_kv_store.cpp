@@ -24,12 +24,13 @@ Result<std::unique_ptr<PagedKVStore>> PagedKVStore::create(const KVStoreConfig& 
   return std::make_unique<PagedKVStore>(config);
 }
 
-PagedKVStore::PagedKVStore(const KVStoreConfig& config) : config_(config), pool_(config.num_blocks) {
-  if (config.enable_prefix_cache) cache_ = std::make_unique<RadixCache>(config.block_size, pool_);
+PagedKVStore::PagedKVStore(const KVStoreConfig& config)
+    : config_(config), pool_(std::make_unique<BlockPool>(config.num_blocks)) {
+  if (config.enable_prefix_cache) cache_ = std::make_unique<RadixCache>(config.block_size, *pool_);
 }
 
 int32_t PagedKVStore::num_available_blocks() const {
-  return pool_.num_free() + (cache_ ? cache_->num_evictable_blocks() : 0);
+  return pool_->num_free() + (cache_ ? cache_->num_evictable_blocks() : 0);
 }
 
 int32_t PagedKVStore::blocks_for(int32_t num_tokens) const {
@@ -58,7 +59,7 @@ int32_t PagedKVStore::match_prefix(SeqId seq, std::span<const TokenId> tokens,
   const int32_t max_blocks = std::max<int32_t>(static_cast<int32_t>(tokens.size()) - 1, 0) / block_size();
   RadixCache::Match match = cache_->match(cache_namespace, tokens, max_blocks);
   cache_->lock(match.node);
-  for (BlockId block : match.blocks) pool_.add_ref(block);
+  for (BlockId block : match.blocks) pool_->add_ref(block);
   s.node = match.node;
   s.blocks = std::move(match.blocks);
   s.num_cached_blocks = static_cast<int32_t>(s.blocks.size());
@@ -77,7 +78,7 @@ int32_t PagedKVStore::blocks_needed(SeqId seq, int32_t num_tokens) const {
   if (s == nullptr || num_tokens <= 0) return 0;
   const int32_t grow = blocks_for(s->num_tokens + num_tokens) - static_cast<int32_t>(s->blocks.size());
   const bool copy_on_write = s->num_tokens % block_size() != 0 &&
-                             pool_.ref_count(s->blocks[static_cast<std::size_t>(s->num_tokens / block_size())]) > 1;
+                             pool_->ref_count(s->blocks[static_cast<std::size_t>(s->num_tokens / block_size())]) > 1;
   return std::max(grow, 0) + (copy_on_write ? 1 : 0);
 }
 
@@ -87,10 +88,10 @@ bool PagedKVStore::can_append(SeqId seq, int32_t num_tokens) const {
 
 bool PagedKVStore::take_blocks(int32_t n, std::vector<BlockId>& out) {
   if (n > num_available_blocks()) return false;
-  if (n > pool_.num_free() && cache_) {
-    num_evicted_blocks_ += cache_->evict(n - pool_.num_free());
+  if (n > pool_->num_free() && cache_) {
+    num_evicted_blocks_ += cache_->evict(n - pool_->num_free());
   }
-  return pool_.allocate(n, out);
+  return pool_->allocate(n, out);
 }
 
 Status PagedKVStore::append(SeqId seq, int32_t num_tokens, std::vector<BlockCopy>& copies) {
@@ -107,9 +108,9 @@ Status PagedKVStore::append(SeqId seq, int32_t num_tokens, std::vector<BlockCopy
   auto next = fresh.begin();
   if (s->num_tokens % block_size() != 0) {
     BlockId& last = s->blocks[static_cast<std::size_t>(s->num_tokens / block_size())];
-    if (pool_.ref_count(last) > 1) {  // shared with a sibling: copy before writing
+    if (pool_->ref_count(last) > 1) {  // shared with a sibling: copy before writing
       copies.push_back({.src = last, .dst = *next});
-      pool_.release(last);
+      pool_->release(last);
       last = *next++;
     }
   }
@@ -123,7 +124,7 @@ Status PagedKVStore::fork(SeqId parent, SeqId child) {
   if (p == nullptr) return make_error(ErrorCode::internal, "kv: fork of unknown sequence {}", parent);
   if (contains(child)) return make_error(ErrorCode::internal, "kv: fork into existing sequence {}", child);
   SeqBlocks copy = *p;
-  for (BlockId block : copy.blocks) pool_.add_ref(block);
+  for (BlockId block : copy.blocks) pool_->add_ref(block);
   if (cache_) cache_->lock(copy.node);
   seqs_.emplace(child, std::move(copy));
   return Status();
@@ -159,7 +160,7 @@ int32_t PagedKVStore::truncate(SeqId seq, int32_t num_tokens) {
     keep = keep_blocks * block_size();
   }
   const auto keep_blocks = static_cast<std::size_t>(blocks_for(keep));
-  for (std::size_t b = keep_blocks; b < s->blocks.size(); ++b) pool_.release(s->blocks[b]);
+  for (std::size_t b = keep_blocks; b < s->blocks.size(); ++b) pool_->release(s->blocks[b]);
   s->blocks.resize(keep_blocks);
   s->num_tokens = keep;
   return keep;
@@ -174,7 +175,7 @@ void PagedKVStore::free(SeqId seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
   if (cache_) cache_->unlock(it->second.node);
-  for (BlockId block : it->second.blocks) pool_.release(block);
+  for (BlockId block : it->second.blocks) pool_->release(block);
   seqs_.erase(it);
 }
 
@@ -204,7 +205,7 @@ KVStats PagedKVStore::stats() const {
 }
 
 Status PagedKVStore::validate() const {
-  LLAISYS_RETURN_IF_ERROR(pool_.validate());
+  LLAISYS_RETURN_IF_ERROR(pool_->validate());
   std::vector<int32_t> expected_refs(static_cast<std::size_t>(num_blocks()), 0);
   std::unordered_map<const RadixNode*, int32_t> holders;
   for (const auto& [seq, s] : seqs_) {
@@ -214,7 +215,7 @@ Status PagedKVStore::validate() const {
     }
     std::unordered_set<BlockId> own;
     for (BlockId block : s.blocks) {
-      if (!pool_.valid(block)) return make_error(ErrorCode::internal, "kv: sequence {} holds bad block {}", seq, block);
+      if (!pool_->valid(block)) return make_error(ErrorCode::internal, "kv: sequence {} holds bad block {}", seq, block);
       if (!own.insert(block).second) {
         return make_error(ErrorCode::internal, "kv: sequence {} holds block {} twice", seq, block);
       }
@@ -238,9 +239,9 @@ Status PagedKVStore::validate() const {
     LLAISYS_RETURN_IF_ERROR(cache_->validate(holders));
   }
   for (BlockId b = 0; b < num_blocks(); ++b) {
-    if (pool_.ref_count(b) != expected_refs[static_cast<std::size_t>(b)]) {
+    if (pool_->ref_count(b) != expected_refs[static_cast<std::size_t>(b)]) {
       return make_error(ErrorCode::internal, "kv: block {} has {} references, its holders count {}", b,
-                        pool_.ref_count(b), expected_refs[static_cast<std::size_t>(b)]);
+                        pool_->ref_count(b), expected_refs[static_cast<std::size_t>(b)]);
     }
   }
   return Status();

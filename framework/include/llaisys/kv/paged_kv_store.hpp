@@ -30,8 +30,8 @@ class PagedKVStore {
   explicit PagedKVStore(const KVStoreConfig& config);  // prefer create(): this one trusts config
 
   int32_t block_size() const { return config_.block_size; }
-  int32_t num_blocks() const { return pool_.num_blocks(); }
-  int32_t num_free_blocks() const { return pool_.num_free(); }
+  int32_t num_blocks() const { return pool_->num_blocks(); }
+  int32_t num_free_blocks() const { return pool_->num_free(); }
   int32_t num_available_blocks() const;  // free + evictable
   bool prefix_cache_enabled() const { return cache_ != nullptr; }
   // Blocks needed to hold n slots.
@@ -71,7 +71,7 @@ class PagedKVStore {
   bool take_blocks(int32_t n, std::vector<BlockId>& out);
 
   KVStoreConfig config_;
-  BlockPool pool_;
+  std::unique_ptr<BlockPool> pool_;    // on the heap: cache_ refers to it, moves keep it in place
   std::unique_ptr<RadixCache> cache_;
   std::unordered_map<SeqId, SeqBlocks> seqs_;
   int64_t num_evicted_blocks_ = 0;
