@@ -7,6 +7,8 @@ namespace llaisys::bench {
 
 // Host memory copy bandwidth: the reference every CPU memory-bound figure is judged against.
 void add_memcpy_command(CLI::App& app, int& exit_code);
+// Tokenizer encode throughput against Hugging Face's tokenizers on the same corpus.
+void add_tokenizer_command(CLI::App& app, int& exit_code);
 
 // A model through the plugin stack: decode tokens/s and efficiency against the copy bandwidth,
 // prefill tokens/s, peak RSS against the weights (bench_model.cpp).

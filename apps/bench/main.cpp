@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
   int exit_code = 0;
   llaisys::bench::add_memcpy_command(app, exit_code);
+  llaisys::bench::add_tokenizer_command(app, exit_code);
   llaisys::bench::add_model_command(app, exit_code);
   app.parse_complete_callback([&] { llaisys::app::init_logging(log_level); });
   try {
