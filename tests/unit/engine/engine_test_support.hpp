@@ -22,14 +22,15 @@ inline constexpr const char* kMockConfig = R"({"architectures": ["LlaisysMockFor
   "vocab_size": 512, "hidden_size": 16, "max_position_embeddings": 4096, "eos_token_id": 2,
   "bos_token_id": 1, "mock": {"eos_period": 24}})";
 
-class MockModels {
+// Opens a model directory through the plugin registry (mock, qwen2, ...) and builds engines on it.
+class TestModels {
  public:
-  explicit MockModels(std::string config = kMockConfig) : config_(std::move(config)) {
+  explicit TestModels(std::filesystem::path model_dir, int32_t num_threads = 0)
+      : model_dir_(std::move(model_dir)), num_threads_(num_threads) {
     registry_.load_directory(LLAISYS_PLUGIN_DIR);
-    dir_.write("config.json", config_);
   }
   AnyModel open(const std::string& options = "{}") const {
-    auto model = registry_.open_model({.model_dir = dir_.path(), .options_json = options});
+    auto model = registry_.open_model({.model_dir = model_dir_, .num_threads = num_threads_, .options_json = options});
     REQUIRE(model.ok());
     return std::move(model).value();
   }
@@ -40,12 +41,23 @@ class MockModels {
     REQUIRE(engine.ok());
     return std::move(engine).value();
   }
-  const std::filesystem::path& dir() const { return dir_.path(); }
+  const std::filesystem::path& dir() const { return model_dir_; }
 
  private:
-  std::string config_;
-  TempDir dir_;
+  std::filesystem::path model_dir_;
+  int32_t num_threads_;
   PluginRegistry registry_;
+};
+
+struct OwnedTempDir {
+  TempDir temp_dir;
+};
+
+// The mock model (plugins/mock) with `config` as its config.json, in a directory of its own.
+class MockModels : private OwnedTempDir, public TestModels {
+ public:
+  explicit MockModels(const std::string& config = kMockConfig)
+      : OwnedTempDir(), TestModels(temp_dir.write("config.json", config).parent_path()) {}
 };
 
 struct CollectedChoice {
