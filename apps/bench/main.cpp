@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   llaisys::bench::add_memcpy_command(app, exit_code);
   llaisys::bench::add_tokenizer_command(app, exit_code);
   llaisys::bench::add_model_command(app, exit_code);
+  llaisys::bench::add_engine_command(app, exit_code);
   app.parse_complete_callback([&] { llaisys::app::init_logging(log_level); });
   try {
     app.parse(argc, argv);

@@ -26,10 +26,13 @@ void ProgressReporter::update(int64_t done_requests, int64_t generated_tokens) {
 }
 
 void ProgressReporter::finish(int64_t done_requests, int64_t generated_tokens) {
-  if (style_ != ProgressStyle::off) draw(done_requests, generated_tokens, true);
+  if (style_ == ProgressStyle::off) return;
+  if (style_ == ProgressStyle::lines && last_drawn_done_ == done_requests) return;  // already said
+  draw(done_requests, generated_tokens, true);
 }
 
 void ProgressReporter::draw(int64_t done_requests, int64_t generated_tokens, bool final_line) {
+  last_drawn_done_ = done_requests;
   const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
   const double rate = seconds > 0 ? static_cast<double>(generated_tokens) / seconds : 0.0;
   if (style_ == ProgressStyle::lines) {

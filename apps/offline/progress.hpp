@@ -41,6 +41,7 @@ class ProgressReporter {
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
   int64_t last_reported_tenth_ = -1;
+  int64_t last_drawn_done_ = -1;
 };
 
 // The closing summary: requests, tokens, throughput, finish reasons, prefix-cache hit rate.
