@@ -101,8 +101,9 @@ Status LLMEngine::validate(const GenerateRequest& request) const {
   const int32_t vocab = model_info().vocab_size;
   LLAISYS_RETURN_IF_ERROR(check_prompt(request.prompt_ids, vocab));
   LLAISYS_RETURN_IF_ERROR(request.sampling.validate(vocab));
-  if (request.n < 1 || request.n > kMaxChoices) {
-    return make_error(ErrorCode::invalid_argument, "n must be in [1, {}], got {}", kMaxChoices, request.n);
+  const int32_t max_n = std::min(kMaxChoices, state_->config.max_num_seqs);
+  if (request.n < 1 || request.n > max_n) {
+    return make_error(ErrorCode::invalid_argument, "n must be in [1, {}], got {}", max_n, request.n);
   }
   const StopConditions& stop = request.stop;
   if (stop.max_tokens && *stop.max_tokens < 0) {

@@ -142,10 +142,11 @@ SeqUpdate OutputProcessor::sample_one(RequestState& r, Choice& c, const Sequence
   row_.assign(raw_row.begin(), raw_row.end());
   if (c.num_output_tokens < stop.min_tokens) {  // too early to stop: EOS and stop ids are masked
     const float masked = -std::numeric_limits<float>::infinity();
-    if (!stop.ignore_eos) {
-      for (TokenId eos : info_.eos_token_ids) row_[static_cast<std::size_t>(eos)] = masked;
-    }
-    for (TokenId id : stop.stop_token_ids) row_[static_cast<std::size_t>(id)] = masked;
+    auto mask = [&](TokenId id) {
+      if (id >= 0 && static_cast<std::size_t>(id) < row_.size()) row_[static_cast<std::size_t>(id)] = masked;
+    };
+    if (!stop.ignore_eos) std::for_each(info_.eos_token_ids.begin(), info_.eos_token_ids.end(), mask);
+    std::for_each(stop.stop_token_ids.begin(), stop.stop_token_ids.end(), mask);
   }
   const TokenId token = sampler_.sample(row_, TokenHistory(seq.prompt(), seq.output()), request.sampling, c.rng);
   const auto now = Clock::now();
@@ -194,10 +195,12 @@ SeqUpdate OutputProcessor::pool_hidden(RequestState& r, Choice& c, const Schedul
   r.pooled.resize(width, 0.0);
   const std::size_t num_rows = width > 0 ? rows.size() / width : 0;
   if (r.pooling == Pooling::mean) {
-    for (std::size_t t = 0; t < num_rows; ++t) {
+    // After a preemption the prompt is recomputed from the start: pool each position once.
+    const auto first = static_cast<std::size_t>(std::max(0, r.num_pooled - chunk.start_position));
+    for (std::size_t t = first; t < num_rows; ++t) {
       for (std::size_t i = 0; i < width; ++i) r.pooled[i] += static_cast<double>(rows[t * width + i]);
     }
-    r.num_pooled += static_cast<int32_t>(num_rows);
+    r.num_pooled = std::max(r.num_pooled, chunk.start_position + static_cast<int32_t>(num_rows));
   } else if (num_rows > 0) {
     for (std::size_t i = 0; i < width; ++i) r.pooled[i] = static_cast<double>(rows[(num_rows - 1) * width + i]);
     r.num_pooled = 1;

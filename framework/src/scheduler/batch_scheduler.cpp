@@ -42,6 +42,10 @@ int32_t BatchScheduler::running_seats() const {
 }
 
 std::optional<std::string> BatchScheduler::unrunnable_reason(const Sequence& s) const {
+  if (1 + static_cast<int32_t>(s.pending_forks.size()) > config_.max_num_seqs) {
+    return fmt::format("{} choices cannot run at once with max_num_seqs {}", 1 + s.pending_forks.size(),
+                       config_.max_num_seqs);
+  }
   // A generating sequence needs room for its prompt plus one generated token.
   const int32_t needed = s.num_tokens() + (s.output_kind == OutputKind::logits ? 1 : 0);
   if (needed > config_.max_context) {

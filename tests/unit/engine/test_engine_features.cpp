@@ -249,3 +249,37 @@ TEST_CASE("a failing model pass fails only that step's requests and the engine k
   CHECK(results.at(later).choices[0].tokens == reference_greedy(reference_model, healthy, 10, 4096));
   CHECK(results.at(later).choices[0].finish_reason != FinishReason::error);
 }
+
+TEST_CASE("a preempted embedding request pools every prompt position exactly once") {
+  MockModels models;
+  AnyModel reference_model = models.open();
+  const std::vector<TokenId> prompt = make_prompt(21, 40);
+  REQUIRE(reference_model.init_kv_cache({.num_blocks = 4, .block_size = 16}).ok());
+  std::vector<int32_t> positions(40), seqs(40, 0), outputs(40);
+  std::iota(positions.begin(), positions.end(), 0);
+  std::iota(outputs.begin(), outputs.end(), 0);
+  const BlockId table[] = {0, 1, 2};
+  const BlockId* tables[] = {table};
+  const int32_t lens[] = {3};
+  std::vector<float> hidden(40 * 16);
+  REQUIRE(reference_model.forward({.token_ids = prompt, .positions = positions, .seq_indices = seqs,
+                                   .block_tables = tables, .block_table_lens = lens,
+                                   .output_token_indices = outputs, .output_kind = OutputKind::hidden},
+                                  hidden).ok());
+  // 13 blocks of 4: the growing generation (12 blocks at the end) squeezes the embedding (10) out.
+  auto engine = models.engine({.block_size = 4, .num_kv_blocks = 13, .max_num_batched_tokens = 6});
+  GenerateRequest grow = greedy_request(make_prompt(22, 8), 40);
+  grow.stop.ignore_eos = true;
+  REQUIRE(engine->submit(grow).ok());
+  REQUIRE(engine->add_embedding(100, {.prompt_ids = prompt, .pooling = Pooling::mean, .normalize = false}).ok());
+  const auto results = run_all(*engine);
+  CHECK(engine->stats().num_preemptions > 0);
+  CHECK(results.at(100).times.num_preemptions > 0);
+  const std::vector<float>& mean = results.at(100).embedding;
+  REQUIRE(mean.size() == 16);
+  for (std::size_t i = 0; i < 16; ++i) {
+    double sum = 0;
+    for (std::size_t t = 0; t < 40; ++t) sum += static_cast<double>(hidden[t * 16 + i]);
+    CHECK(mean[i] == Approx(sum / 40).epsilon(1e-6));
+  }
+}

@@ -252,3 +252,13 @@ TEST_CASE("a failed step leaves the block tables and the cache as they were") {
   REQUIRE(out.chunks.size() == 1);
   CHECK(out.chunks[0].start_position == 7);
 }
+
+TEST_CASE("more choices than max_num_seqs can never run: ignored, not stuck") {
+  BatchScheduler scheduler({.max_num_seqs = 2, .max_context = 64}, {.num_blocks = 16, .block_size = 4});
+  REQUIRE(scheduler.add({.id = 1, .prompt = prompt_of(4), .n = 3}).ok());
+  SchedulerOutput out = scheduler.schedule();
+  CHECK(out.chunks.empty());
+  REQUIRE(out.finished.size() == 3);
+  CHECK(out.finished[0].detail == "3 choices cannot run at once with max_num_seqs 2");
+  CHECK_FALSE(scheduler.has_unfinished());
+}
