@@ -58,7 +58,8 @@ Result<RequestStream> AsyncEngine::enqueue(R request, OutputNotifier notifier) {
       return make_error(ErrorCode::resource_exhausted, "{} requests are in flight, the limit", config_.max_in_flight);
     }
     ++in_flight_;
-    inbox_->submissions.push_back({.id = id, .request = std::move(request), .stream = stream});
+    inbox_->submissions.push_back(
+        {.id = id, .request = std::move(request), .stream = stream, .submitted = std::chrono::steady_clock::now()});
   }
   inbox_->wake.notify_one();
   return RequestStream(std::move(stream));
@@ -116,9 +117,9 @@ void AsyncEngine::run() {
       Status added = std::visit(
           [&](auto& request) {
             if constexpr (std::is_same_v<std::decay_t<decltype(request)>, GenerateRequest>) {
-              return engine_->add_request(s.id, std::move(request));
+              return engine_->add_request(s.id, std::move(request), s.submitted);
             } else {
-              return engine_->add_embedding(s.id, std::move(request));
+              return engine_->add_embedding(s.id, std::move(request), s.submitted);
             }
           },
           s.request);

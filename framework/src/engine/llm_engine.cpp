@@ -134,7 +134,7 @@ Result<RequestId> LLMEngine::submit(GenerateRequest request) {
   return id;
 }
 
-Status LLMEngine::add_request(RequestId id, GenerateRequest request) {
+Status LLMEngine::add_request(RequestId id, GenerateRequest request, TimePoint arrival) {
   LLAISYS_RETURN_IF_ERROR(validate(request));
   if (state_->outputs.contains(id)) {
     return make_error(ErrorCode::invalid_argument, "request id {} is already in use", id);
@@ -145,7 +145,7 @@ Status LLMEngine::add_request(RequestId id, GenerateRequest request) {
                                                   .n = request.n,
                                                   .cache_namespace = state_->config.cache_namespace + '\x1f' + request.cache_salt}));
   const bool nothing_to_generate = request.stop.max_tokens == 0;
-  state_->outputs.add_generate(id, std::move(request), seqs);
+  state_->outputs.add_generate(id, std::move(request), seqs, arrival);
   if (nothing_to_generate) {
     std::vector<FinishedSeq> done = state_->scheduler.finish_request(id, SeqStatus::finished_length_capped, "");
     state_->outputs.on_finished(done);
@@ -153,7 +153,7 @@ Status LLMEngine::add_request(RequestId id, GenerateRequest request) {
   return Status();
 }
 
-Status LLMEngine::add_embedding(RequestId id, EmbedRequest request) {
+Status LLMEngine::add_embedding(RequestId id, EmbedRequest request, TimePoint arrival) {
   LLAISYS_RETURN_IF_ERROR(validate(request));
   if (state_->outputs.contains(id)) {
     return make_error(ErrorCode::invalid_argument, "request id {} is already in use", id);
@@ -164,7 +164,7 @@ Status LLMEngine::add_embedding(RequestId id, EmbedRequest request) {
                                                   .cache_namespace = state_->config.cache_namespace + '\x1f' + request.cache_salt,
                                                   .output_kind = OutputKind::hidden,
                                                   .use_prefix_cache = request.pooling == Pooling::last}));
-  state_->outputs.add_embedding(id, std::move(request), seqs.front());
+  state_->outputs.add_embedding(id, std::move(request), seqs.front(), arrival);
   return Status();
 }
 

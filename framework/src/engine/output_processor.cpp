@@ -31,10 +31,11 @@ OutputProcessor::OutputProcessor(const ModelInfo& info, std::shared_ptr<const te
                                  int32_t max_sequence_tokens, uint64_t seed)
     : info_(info), tokenizer_(std::move(tokenizer)), max_sequence_tokens_(max_sequence_tokens), seed_source_(seed) {}
 
-void OutputProcessor::add_generate(RequestId id, GenerateRequest request, std::span<const SeqId> seqs) {
+void OutputProcessor::add_generate(RequestId id, GenerateRequest request, std::span<const SeqId> seqs,
+                                   RequestTimes::TimePoint arrival) {
   RequestState& r = requests_[id];
   r.usage.prompt_tokens = static_cast<int32_t>(request.prompt_ids.size());
-  r.times.arrival = Clock::now();
+  r.times.arrival = arrival == RequestTimes::TimePoint{} ? Clock::now() : arrival;
   const uint64_t seed = request.sampling.seed.value_or(seed_source_());
   for (std::size_t c = 0; c < seqs.size(); ++c) {
     Choice choice{.seq = seqs[c], .rng = make_rng(seed, static_cast<uint32_t>(c))};
@@ -54,13 +55,13 @@ void OutputProcessor::add_generate(RequestId id, GenerateRequest request, std::s
   r.request = std::move(request);
 }
 
-void OutputProcessor::add_embedding(RequestId id, EmbedRequest request, SeqId seq) {
+void OutputProcessor::add_embedding(RequestId id, EmbedRequest request, SeqId seq, RequestTimes::TimePoint arrival) {
   RequestState& r = requests_[id];
   r.is_embedding = true;
   r.pooling = request.pooling;
   r.normalize = request.normalize;
   r.usage.prompt_tokens = static_cast<int32_t>(request.prompt_ids.size());
-  r.times.arrival = Clock::now();
+  r.times.arrival = arrival == RequestTimes::TimePoint{} ? Clock::now() : arrival;
   r.choices.push_back(Choice{.seq = seq});
   r.num_unfinished = 1;
   owners_[seq] = {id, 0};

@@ -23,8 +23,9 @@ class OutputProcessor {
   OutputProcessor(const ModelInfo& info, std::shared_ptr<const text::Tokenizer> tokenizer,
                   int32_t max_sequence_tokens, uint64_t seed);
 
-  void add_generate(RequestId id, GenerateRequest request, std::span<const SeqId> seqs);
-  void add_embedding(RequestId id, EmbedRequest request, SeqId seq);
+  // `arrival` epoch 0: now.
+  void add_generate(RequestId id, GenerateRequest request, std::span<const SeqId> seqs, RequestTimes::TimePoint arrival);
+  void add_embedding(RequestId id, EmbedRequest request, SeqId seq, RequestTimes::TimePoint arrival);
   bool contains(RequestId id) const { return requests_.contains(id); }
   // Finishes every unfinished choice of the request (used when it never reaches the scheduler).
   void finish_request(RequestId id, FinishReason reason, const std::string& detail);

@@ -35,6 +35,7 @@ struct Submission {
   RequestId id = -1;
   std::variant<GenerateRequest, EmbedRequest> request;
   std::shared_ptr<StreamState> stream;
+  RequestTimes::TimePoint submitted;
 };
 
 // What other threads hand the engine thread; `wake` is signalled on every change.

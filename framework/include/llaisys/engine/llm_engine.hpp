@@ -84,9 +84,12 @@ class LLMEngine {
   Status validate(const GenerateRequest& request) const;
   Status validate(const EmbedRequest& request) const;
 
+  using TimePoint = RequestTimes::TimePoint;
   Result<RequestId> submit(GenerateRequest request);           // the engine picks the id
-  Status add_request(RequestId id, GenerateRequest request);   // a caller-chosen unique id
-  Status add_embedding(RequestId id, EmbedRequest request);
+  // A caller-chosen unique id; `arrival` (default: now) is when the caller received the request, so
+  // TTFT includes any queueing before the engine saw it.
+  Status add_request(RequestId id, GenerateRequest request, TimePoint arrival = {});
+  Status add_embedding(RequestId id, EmbedRequest request, TimePoint arrival = {});
   // True when the request was unfinished; its final output comes with the next step().
   bool abort(RequestId id);
   // Finishes every unfinished request with finish_reason error and `reason` (a broken model).

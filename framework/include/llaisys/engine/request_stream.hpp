@@ -8,7 +8,8 @@
 //    arrives or the stream has ended (then std::nullopt); pop_for() blocks at most `timeout`.
 //  - The notifier given at submit() is called on the engine thread after each push (including the
 //    last). It must be quick and must not block: post a handler to your executor and call
-//    try_pop() from there. It must not call AsyncEngine::shutdown().
+//    try_pop() from there. It must not call AsyncEngine::shutdown(), and must keep alive whatever it
+//    touches (capture a shared_ptr or weak_ptr, not a raw pointer to a connection that may be gone).
 //  - abort() asks the engine to stop the request; it takes effect before the next engine step, so
 //    its KV blocks are freed within one step, and its final output (finish_reason abort) follows.
 //  - Destroying (or move-assigning over) a stream whose request has not finished aborts it: a
