@@ -1,0 +1,180 @@
+// Chat templates against Python Jinja2 3.1 with Hugging Face's conventions: all 17 real templates x 6
+// conversations of chat-templates/expected.json byte for byte, and the same errors where Jinja2
+// raised. Plus loading from tokenizer_config.json, error locations, and limits.
+
+#include <ctime>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "llaisys/text/chat_template.hpp"
+#include "temp_dir.hpp"
+#include "text_test_support.hpp"
+
+namespace llaisys::text::test {
+namespace {
+namespace json = boost::json;
+
+// expected.json was rendered with strftime_now fixed to 2026-11-22 (local time).
+std::chrono::system_clock::time_point fixed_now() {
+  std::tm tm{};
+  tm.tm_year = 2026 - 1900;
+  tm.tm_mon = 10;
+  tm.tm_mday = 22;
+  tm.tm_hour = 12;
+  tm.tm_isdst = -1;
+  return std::chrono::system_clock::from_time_t(std::mktime(&tm));
+}
+
+ChatRenderOptions options_for(const json::object& conversation) {
+  ChatRenderOptions options;
+  options.now = fixed_now();
+  if (const json::value* tools = conversation.if_contains("tools")) options.tools = *tools;
+  if (const json::value* gen = conversation.if_contains("add_generation_prompt")) options.add_generation_prompt = gen->as_bool();
+  return options;
+}
+
+TEST_CASE("all 17 templates x 6 conversations render as Jinja2 does, errors included") {
+  const json::value expected = read_json(data_dir() / "chat-templates" / "expected.json");
+  const json::object& conversations = expected.at("conversations").as_object();
+  const json::object& renderings = expected.at("expected").as_object();
+  REQUIRE(renderings.size() == 17);
+  std::size_t checked = 0, failures = 0, errors_expected = 0;
+  for (const auto& [file, cases] : renderings) {
+    const std::string source = read_text(data_dir() / "chat-templates" / std::string(file));
+    auto tmpl = ChatTemplate::from_string(source, "<s>", "</s>");
+    INFO(std::string(file));
+    REQUIRE(tmpl.ok());
+    for (const auto& [name, want] : cases.as_object()) {
+      const json::object& conversation = conversations.at(name).as_object();
+      auto got = tmpl->render(conversation.at("messages"), options_for(conversation));
+      ++checked;
+      const json::object& w = want.as_object();
+      if (w.at("ok").as_bool()) {
+        const std::string text(w.at("text").as_string());
+        if (!got.ok() || got.value() != text) {
+          ++failures;
+          FAIL_CHECK(fmt::format("{} / {}: got {}\nexpected {}", std::string(file), std::string(name),
+                                    got.ok() ? json::serialize(json::value(got.value())) : got.status().to_string(),
+                                    json::serialize(json::value(text))));
+        }
+      } else {
+        ++errors_expected;
+        // "TypeError: Object of type generator is not JSON serializable" -> our message carries the
+        // same kind and text.
+        const std::string error(w.at("error").as_string());
+        const std::string kind = error.substr(0, error.find(": "));
+        const std::string message = error.substr(error.find(": ") + 2);
+        if (got.ok() || got.status().message().find(message) == std::string::npos ||
+            got.status().message().find(kind) == std::string::npos) {
+          ++failures;
+          FAIL_CHECK(fmt::format("{} / {}: expected error {:?}, got {}", std::string(file), std::string(name), error,
+                                    got.ok() ? "text " + json::serialize(json::value(got.value())) : got.status().to_string()));
+        }
+      }
+    }
+  }
+  CHECK(checked == 17 * 6);
+  CHECK(errors_expected == 13);
+  CHECK(failures == 0);
+}
+
+TEST_CASE("the Qwen2 tokenizer_config.json template renders and tokenizes") {
+  auto tmpl = ChatTemplate::from_model_dir(qwen2_dir());
+  REQUIRE(tmpl.ok());
+  const json::value messages = json::parse(R"([{"role": "user", "content": "Hello"}])");
+  auto text = tmpl->render(messages, {});
+  REQUIRE(text.ok());
+  CHECK(text.value() ==
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+        "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n");
+  auto ids = qwen2()->encode(text.value());
+  REQUIRE(ids.ok());
+  CHECK(ids->front() == 151644);  // <|im_start|> recognised as a special token
+}
+
+TEST_CASE("named templates: default, tool_use when tools are given, or by name") {
+  llaisys::test::TempDir dir;
+  dir.write("tokenizer_config.json", R"({"bos_token": {"content": "<s>"}, "eos_token": "</s>",
+    "chat_template": [{"name": "default", "template": "D{{ bos_token }}{{ messages|length }}"},
+                      {"name": "tool_use", "template": "T{{ tools|length }}{{ eos_token }}"}]})");
+  const json::value messages = json::parse(R"([{"role": "user", "content": "x"}])");
+  auto tmpl = ChatTemplate::from_model_dir(dir.path());
+  REQUIRE(tmpl.ok());
+  CHECK(tmpl->render(messages, {}).value() == "D<s>1");
+  ChatRenderOptions with_tools;
+  with_tools.tools = json::parse(R"([{"type": "function"}])");
+  CHECK(tmpl->render(messages, with_tools).value() == "T1</s>");
+  auto by_name = ChatTemplate::from_model_dir(dir.path(), "tool_use");
+  REQUIRE(by_name.ok());
+  CHECK(by_name->render(messages, {}).value() == "T0</s>");
+  CHECK_FALSE(ChatTemplate::from_model_dir(dir.path(), "nope").ok());
+}
+
+TEST_CASE("template errors say what and where") {
+  struct Case {
+    std::string source;
+    std::string message;
+  };
+  const std::vector<Case> syntax = {
+      {"{% if x %}never closed", "TemplateSyntaxError at 1:23: unexpected end of template: expected 'endif'"},
+      {"line one\n{{ 1 + }}", "TemplateSyntaxError at 2:8: unexpected end of print statement"},
+      {"{% for x in y %}{% endif %}", "unexpected 'endif'"},
+      {"{{ x | no_such_filter }}", "No filter named 'no_such_filter'."},
+      {"{{ 'unterminated }}", "unexpected end of string"},
+      {"{% frobnicate %}", "encountered unknown tag 'frobnicate'"},
+      {"{# comment", "missing end of comment tag"},
+  };
+  for (const Case& c : syntax) {
+    auto tmpl = ChatTemplate::from_string(c.source);
+    INFO(c.source);
+    REQUIRE_FALSE(tmpl.ok());
+    CHECK(tmpl.status().code() == ErrorCode::parse_error);
+    CHECK_THAT(tmpl.status().message(), Catch::Contains(c.message));
+  }
+  const std::vector<Case> runtime = {
+      {"\n  {{ raise_exception('bad roles') }}", "TemplateError at 2:6: bad roles"},
+      {"{{ messages[0].content + 1 }}", "TypeError at 1:24: can only concatenate str (not \"int\") to str"},
+      {"{{ nothing.here }}", "UndefinedError at 1:11: 'nothing' is undefined"},
+      {"{{ 1 // 0 }}", "ZeroDivisionError"},
+      {"{{ messages.append(1) }}", "SecurityError"},
+      {"{% for i in range(10**6) %}{% endfor %}", "Range too big"},
+  };
+  const json::value messages = json::parse(R"([{"role": "user", "content": "x"}])");
+  for (const Case& c : runtime) {
+    auto tmpl = ChatTemplate::from_string(c.source);
+    INFO(c.source);
+    REQUIRE(tmpl.ok());
+    auto text = tmpl->render(messages, {});
+    REQUIRE_FALSE(text.ok());
+    CHECK_THAT(text.status().message(), Catch::Contains(c.message));
+  }
+}
+
+TEST_CASE("hostile templates end in errors, not crashes") {
+  const json::value messages = json::parse("[]");
+  // Deep nesting is refused by the parser instead of recursing without bound.
+  std::string deep = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
+  CHECK_THAT(ChatTemplate::from_string(deep).status().message(), Catch::Contains("nested deeper"));
+  std::string blocks;
+  for (int i = 0; i < 2000; ++i) blocks += "{% if true %}";
+  CHECK_FALSE(ChatTemplate::from_string(blocks).ok());
+  // Unbounded recursion, huge output and endless loops hit the limits.
+  auto recursive = ChatTemplate::from_string("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+  REQUIRE(recursive.ok());
+  CHECK_THAT(recursive->render(messages, {}).status().message(), Catch::Contains("macro calls nested deeper"));
+  auto huge = ChatTemplate::from_string("{{ 'x' * 1000000000 }}");
+  REQUIRE(huge.ok());
+  CHECK(huge->render(messages, {}).status().code() == ErrorCode::resource_exhausted);
+  auto slow = ChatTemplate::from_string(
+      "{% for a in range(100000) %}{% set x = range(100000) %}{% endfor %}");
+  REQUIRE(slow.ok());
+  CHECK(slow->render(messages, {}).status().code() == ErrorCode::resource_exhausted);
+  // A namespace holding itself is freed (LeakSanitizer checks this under asan-ubsan).
+  auto cycle = ChatTemplate::from_string("{% set ns = namespace() %}{% set ns.me = ns %}ok");
+  REQUIRE(cycle.ok());
+  CHECK(cycle->render(messages, {}).value() == "ok");
+}
+
+}  // namespace
+}  // namespace llaisys::text::test
