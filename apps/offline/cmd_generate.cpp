@@ -9,7 +9,8 @@
 //    "temperature" (default --temperature), "top_p", "top_k", "min_p", "seed", "presence_penalty",
 //    "frequency_penalty", "repetition_penalty", "stop" (string or list), "stop_token_ids",
 //    "ignore_eos", "logprobs" (number of top alternatives per token, 0..20).
-//  - .txt (or --format txt): one prompt text per line (blank lines skipped), id = line number.
+//  - .txt (or --format txt): one prompt text per line (blank lines skipped), id = line number; with
+//    --chat each line is one user message, rendered with the chat template.
 // Output: see batch_runner.hpp. Progress and the summary go to standard error.
 
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "jsonl.hpp"
 #include "llaisys/core/log.hpp"
 #include "llaisys/engine/llm_engine.hpp"
+#include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
 #include "progress.hpp"
 
@@ -49,6 +51,7 @@ struct GenerateOptions {
   bool no_prefix_cache = false;
   std::optional<uint64_t> seed;
   std::string progress = "auto";  // auto, bar, lines, off
+  bool chat = false;               // .txt lines are user messages
 };
 
 // Everything a line may need besides its own fields.
@@ -56,6 +59,8 @@ struct ParseContext {
   const GenerateOptions& options;
   const ModelInfo& info;
   const std::shared_ptr<const text::Tokenizer>& tokenizer;
+  const std::optional<text::ChatTemplate>& chat_template;
+  const Status& chat_template_status;  // why there is none
 };
 
 Status bad_field(std::string_view key, std::string_view expected) {
@@ -101,6 +106,15 @@ Result<std::vector<TokenId>> encode(const ParseContext& context, std::string_vie
   return context.tokenizer->encode(text, /*add_special_tokens=*/true);
 }
 
+// Chat messages through the model's chat template, then the tokenizer (the template writes the
+// special tokens itself, so none are added).
+Result<std::vector<TokenId>> render_chat(const ParseContext& context, const json::value& messages) {
+  if (!messages.is_array() || messages.as_array().empty()) return bad_field("messages", "a non-empty array");
+  if (!context.chat_template) return context.chat_template_status;
+  LLAISYS_ASSIGN_OR_RETURN(std::string text, context.chat_template->render(messages, {.add_generation_prompt = true}));
+  return context.tokenizer->encode(text, /*add_special_tokens=*/false);
+}
+
 Result<std::vector<TokenId>> parse_prompt(const json::object& object, const ParseContext& context) {
   const json::value* ids = object.if_contains("prompt_ids");
   const json::value* prompt = object.if_contains("prompt");
@@ -113,7 +127,7 @@ Result<std::vector<TokenId>> parse_prompt(const json::object& object, const Pars
     if (!prompt->is_string()) return bad_field("prompt", "a string");
     return encode(context, prompt->as_string());
   }
-  return Status(ErrorCode::unsupported, "'messages' needs the model's chat template, which this build cannot render yet");
+  return render_chat(context, *messages);
 }
 
 Status parse_sampling(const json::object& object, SamplingParams& sampling) {
@@ -214,7 +228,10 @@ Result<std::vector<BatchJob>> read_txt(const ParseContext& context) {
     GenerateRequest request;
     request.sampling.temperature = context.options.default_temperature;
     request.stop.max_tokens = context.options.default_max_tokens;
-    Result<std::vector<TokenId>> ids = encode(context, text);
+    Result<std::vector<TokenId>> ids =
+        context.options.chat
+            ? render_chat(context, json::array{json::object{{"role", "user"}, {"content", text}}})
+            : encode(context, text);
     if (ids.ok()) {
       request.prompt_ids = std::move(ids).value();
       job.request = std::move(request);
@@ -246,6 +263,16 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
     if (!loaded.ok()) return fail(loaded.status());
     tokenizer = std::move(loaded).value();
   }
+  std::optional<text::ChatTemplate> chat_template;
+  Status chat_template_status(ErrorCode::invalid_argument, "chat messages need a model with a tokenizer");
+  if (tokenizer) {
+    auto loaded = text::ChatTemplate::from_model_dir(options.model_dir);
+    if (loaded.ok()) {
+      chat_template = std::move(loaded).value();
+    } else {
+      chat_template_status = Status(loaded.status()).with_context("the model's chat template");
+    }
+  }
   const ModelInfo info = model->info();
   auto engine = LLMEngine::create(EngineModel(std::move(model).value()),
                                   {.block_size = options.block_size,
@@ -258,7 +285,11 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
                                   tokenizer);
   if (!engine.ok()) return fail(engine.status());
 
-  const ParseContext context{.options = options, .info = info, .tokenizer = tokenizer};
+  const ParseContext context{.options = options,
+                             .info = info,
+                             .tokenizer = tokenizer,
+                             .chat_template = chat_template,
+                             .chat_template_status = chat_template_status};
   const bool txt = options.format == "txt" ||
                    (options.format == "auto" && std::filesystem::path(options.input).extension() == ".txt");
   Result<std::vector<BatchJob>> jobs = txt ? read_txt(context) : read_jsonl(context);
@@ -295,6 +326,7 @@ void add_generate_command(CLI::App& app, const CommonOptions& common, int& exit_
   cmd->add_option("--block-size", options->block_size, "tokens per KV block")->capture_default_str();
   cmd->add_flag("--no-prefix-cache", options->no_prefix_cache, "do not reuse KV across requests");
   cmd->add_option("--seed", options->seed, "seed for requests without their own seed");
+  cmd->add_flag("--chat", options->chat, ".txt lines are user messages, rendered with the chat template");
   cmd->add_option("--progress", options->progress, "auto (bar on a terminal), bar, lines or off")
       ->capture_default_str()->check(CLI::IsMember({"auto", "bar", "lines", "off"}));
   cmd->callback([&common, &exit_code, options] { exit_code = run_generate(common, *options); });

@@ -30,6 +30,22 @@ for l in lines:
     assert l["text"] and len(l["output_ids"]) <= 12 and l["finish_reason"] in ("stop", "length"), l
 EOF
 grep -q "^progress: 3/3 requests" "$work/txt.err" || fail "no plain progress lines: $(cat "$work/txt.err")"
+
+# Chat-style inputs go through the model's chat template: a "messages" line and --chat .txt lines
+# give the same prompt ids as rendering ChatML by hand.
+printf '%s\n' '{"id": "m", "messages": [{"role": "user", "content": "The quick brown fox"}], "max_tokens": 4}' \
+  | "$offline" generate --model "$model" --progress off > "$work/messages.out" 2>/dev/null || fail "messages run"
+printf '%s\n' "The quick brown fox" > "$work/chat.txt"
+"$offline" generate --model "$model" --chat --max-tokens 4 --progress off "$work/chat.txt" > "$work/chat.out" 2>/dev/null \
+  || fail "--chat run"
+printf '%s\n' '{"id": "r", "prompt": "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\nThe quick brown fox<|im_end|>\n<|im_start|>assistant\n", "max_tokens": 4}' \
+  | "$offline" generate --model "$model" --progress off > "$work/raw.out" 2>/dev/null || fail "raw run"
+python3 - "$work/messages.out" "$work/chat.out" "$work/raw.out" <<'EOF' || fail "chat template prompts differ"
+import json, sys
+a, b, c = (json.loads(open(p).readline()) for p in sys.argv[1:4])
+assert a["prompt_ids"] == b["prompt_ids"] == c["prompt_ids"], (a["prompt_ids"], b["prompt_ids"], c["prompt_ids"])
+assert a["output_ids"] == b["output_ids"]
+EOF
 grep -q "^summary: 3 requests (0 failed)" "$work/txt.err" || fail "no summary"
 
 # JSONL: 24 requests sharing a long system prompt; later lines ask for fewer tokens, so they finish

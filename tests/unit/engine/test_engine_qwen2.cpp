@@ -1,11 +1,12 @@
 // The engine's acceptance properties on the tiny Qwen2 (llaisys-mkmodel's "tiny" shape through the
-// real qwen2 plugin, with the Qwen2 tokenizer): batch invariance, cache hit == cache miss over a
+// real qwen2 plugin, with the Qwen2 tokenizer and chat template): batch invariance, cache hit == cache miss over a
 // 4-turn chat, preemption, abort. The many-request and sampling tests stay on the mock and the
 // sampler (they do not depend on the model).
 
 #include <stdexcept>
 
 #include "engine_test_support.hpp"
+#include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
 #include "model_writer.hpp"
 
@@ -40,11 +41,18 @@ std::vector<TokenId> encode(const std::string& text) {
   return ids.value();
 }
 
-// Qwen2's ChatML layout, as its chat template renders it.
-std::string chatml(const std::vector<std::pair<std::string, std::string>>& messages) {
-  std::string text;
-  for (const auto& [role, content] : messages) text += "<|im_start|>" + role + "\n" + content + "<|im_end|>\n";
-  return text + "<|im_start|>assistant\n";
+// The conversation through the model's own chat template (tokenizer_config.json), then encoded.
+std::vector<TokenId> render_chat(const std::vector<std::pair<std::string, std::string>>& messages) {
+  static auto chat_template = text::ChatTemplate::from_model_dir(tiny_qwen2().dir());
+  REQUIRE(chat_template.ok());
+  boost::json::array json;
+  for (const auto& [role, content] : messages) json.push_back(boost::json::object{{"role", role}, {"content", content}});
+  auto rendered = chat_template->render(json, {.add_generation_prompt = true});
+  REQUIRE(rendered.ok());
+  CHECK(rendered->ends_with("<|im_start|>assistant\n"));
+  auto ids = tokenizer()->encode(*rendered);
+  REQUIRE(ids.ok());
+  return ids.value();
 }
 
 }  // namespace
@@ -83,7 +91,7 @@ TEST_CASE("tiny Qwen2: a 4-turn chat gives the same answers with the prefix cach
   std::vector<TokenId> previous_computed;  // tokens of the previous turn whose K/V was computed
   int32_t previous_prompt = 0;
   for (int turn = 0; turn < 4; ++turn) {
-    const std::vector<TokenId> prompt = encode(chatml(messages));
+    const std::vector<TokenId> prompt = render_chat(messages);
     GenerateRequest request = greedy_request(prompt, 10);
     REQUIRE(cached->submit(request).ok());
     REQUIRE(uncached->submit(request).ok());
