@@ -80,47 +80,66 @@ TokenId LogitsSampler::sample(std::span<float> logits, const TokenHistory& histo
   candidates_.clear();
   for (std::size_t v = 0; v < logits.size(); ++v) {
     if (logits[v] >= floor && logits[v] > -std::numeric_limits<float>::infinity()) {
-      candidates_.push_back({logits[v], static_cast<TokenId>(v)});
+      candidates_.push_back({.logit = logits[v],
+                             .token = static_cast<TokenId>(v),
+                             .weight = std::exp(static_cast<double>(logits[v] - max_scaled))});
     }
   }
-  auto more_likely = [](const Candidate& a, const Candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.token < b.token);
-  };
   if (params.top_k > 0 && static_cast<std::size_t>(params.top_k) < candidates_.size()) {
     const auto k = static_cast<std::ptrdiff_t>(params.top_k);
     std::nth_element(candidates_.begin(), candidates_.begin() + k - 1, candidates_.end(), more_likely);
     candidates_.resize(static_cast<std::size_t>(k));
     std::sort(candidates_.begin(), candidates_.end(), more_likely);
   }
-  auto weight = [max_scaled](const Candidate& c) { return std::exp(static_cast<double>(c.logit - max_scaled)); };
   if (params.top_p < 1.0f) {
-    // Smallest set of most likely tokens whose mass reaches top_p. Sort only as far as needed:
-    // the top 64, then 512, ... until the sorted head holds enough mass.
     double total = 0.0;
-    for (const Candidate& c : candidates_) total += weight(c);
-    const double target = static_cast<double>(params.top_p) * total;
-    std::size_t sorted = std::min<std::size_t>(64, candidates_.size());
-    while (true) {
-      std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(sorted),
-                        candidates_.end(), more_likely);
-      double mass = 0.0;
-      std::size_t keep = 0;
-      while (keep < sorted && mass < target) mass += weight(candidates_[keep++]);
-      if (mass >= target || sorted == candidates_.size()) {
-        candidates_.resize(std::max<std::size_t>(keep, 1));
-        break;
-      }
-      sorted = std::min(candidates_.size(), sorted * 8);
-    }
+    for (const Candidate& c : candidates_) total += c.weight;
+    candidates_.resize(select_top_p(candidates_, static_cast<double>(params.top_p) * total));
   }
   double total = 0.0;
-  for (const Candidate& c : candidates_) total += weight(c);
+  for (const Candidate& c : candidates_) total += c.weight;
   double threshold = uniform01(rng) * total;
   for (const Candidate& c : candidates_) {
-    threshold -= weight(c);
+    threshold -= c.weight;
     if (threshold < 0.0) return c.token;
   }
   return candidates_.back().token;  // rounding left a sliver: the last candidate owns it
+}
+
+bool LogitsSampler::more_likely(const Candidate& a, const Candidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.token < b.token);
+}
+
+std::size_t LogitsSampler::select_top_p(std::vector<Candidate>& candidates, double target) {
+  // Quickselect on cumulative weight: expected linear time, where sorting a 150k vocabulary per
+  // token would dominate the step. Invariant: candidates[0, lo) are all more likely than
+  // candidates[lo, hi), and their weight `before` is still short of the target.
+  std::size_t lo = 0;
+  std::size_t hi = candidates.size();
+  double before = 0.0;
+  while (lo < hi) {
+    const Candidate& a = candidates[lo];
+    const Candidate& b = candidates[lo + (hi - lo) / 2];
+    const Candidate& c = candidates[hi - 1];
+    const Candidate pivot = more_likely(a, b) ? (more_likely(b, c) ? b : (more_likely(a, c) ? c : a))
+                                              : (more_likely(a, c) ? a : (more_likely(b, c) ? c : b));
+    const auto first = candidates.begin() + static_cast<std::ptrdiff_t>(lo);
+    const auto last = candidates.begin() + static_cast<std::ptrdiff_t>(hi);
+    const auto split = std::partition(first, last, [&](const Candidate& x) { return more_likely(x, pivot); });
+    double upper = 0.0;
+    for (auto it = first; it != split; ++it) upper += it->weight;
+    const auto s = static_cast<std::size_t>(split - candidates.begin());
+    if (before + upper >= target) {  // the cut lies among the more likely ones
+      hi = s;
+      continue;
+    }
+    // The pivot is the most likely of the rest: put it next.
+    std::iter_swap(split, std::find_if(split, last, [&](const Candidate& x) { return x.token == pivot.token; }));
+    before += upper + candidates[s].weight;
+    if (before >= target) return s + 1;
+    lo = s + 1;
+  }
+  return std::max<std::size_t>(lo, 1);
 }
 
 TokenLogprob compute_logprobs(std::span<const float> raw_logits, TokenId chosen, int32_t num_top) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -181,7 +182,7 @@ TEST_CASE("min-p: tokens at least min_p times as likely as the best, renormalize
   check_distribution({.temperature = 1.0f, .min_p = 0.2f}, renormalized(p, keep));
 }
 
-TEST_CASE("top-p on a large vocabulary sorts only what it needs and stays correct") {
+TEST_CASE("top-p on a large vocabulary selects without sorting and stays correct") {
   // 50,000 tokens, one dominant: top_p 0.5 must keep just it.
   std::vector<float> logits(50000, 0.0f);
   logits[31337] = 20.0f;
@@ -212,4 +213,46 @@ TEST_CASE("logprobs come from the raw distribution") {
   CHECK(lp.top[1].first == 3);
   CHECK(lp.top[0].second == Approx(3.0 - lse));
   CHECK(compute_logprobs(logits, 0, 0).top.empty());
+}
+
+TEST_CASE("top-p keeps exactly the reference nucleus on random vocabularies") {
+  std::mt19937 gen(17);
+  std::normal_distribution<float> normal(0.0f, 2.5f);
+  LogitsSampler sampler;
+  Rng rng(4);
+  for (const float top_p : {0.3f, 0.6f, 0.9f}) {
+    std::vector<float> logits(1000);
+    for (float& l : logits) l = normal(gen);
+    // Reference: sort by (probability desc, id asc), keep the smallest prefix reaching top_p.
+    std::vector<double> p = softmax(logits, 1.0);
+    std::vector<std::size_t> order(p.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    std::vector<bool> in_nucleus(p.size(), false);
+    double mass = 0;
+    std::size_t size = 0;
+    for (std::size_t i = 0; i < order.size() && mass < static_cast<double>(top_p); ++i, ++size) {
+      in_nucleus[order[i]] = true;
+      mass += p[order[i]];
+    }
+    std::vector<int> counts(p.size(), 0);
+    for (int draw = 0; draw < 4000; ++draw) {
+      std::vector<float> row = logits;
+      ++counts[static_cast<std::size_t>(sampler.sample(row, {}, {.temperature = 1.0f, .top_p = top_p}, rng))];
+    }
+    std::size_t outside = 0, seen = 0;
+    for (std::size_t t = 0; t < counts.size(); ++t) {
+      outside += !in_nucleus[t] && counts[t] > 0;
+      seen += counts[t] > 0;
+    }
+    INFO("top_p " << top_p << ": nucleus of " << size << ", " << seen << " tokens drawn");
+    CHECK(outside == 0);
+    CHECK(seen >= size * 3 / 4);
+    // The least likely member of the nucleus is drawn at its renormalised rate (within 5 sigma).
+    const std::size_t edge = order[size - 1];
+    const double expected = 4000 * p[edge] / mass;
+    CHECK(std::abs(counts[edge] - expected) <= 5 * std::sqrt(expected) + 1);
+  }
 }

@@ -54,8 +54,9 @@ static_assert(Sampler<GreedySampler>);
 
 // The full chain (vLLM's order): repetition, presence and frequency penalties; logit_bias; then
 // greedy, or temperature -> min_p -> top_k -> top_p -> one draw from what is left. Ties are broken by
-// the lower token id everywhere, and the draw walks candidates in a fixed order, so a given rng
-// state always yields the same token. Keeps scratch buffers between calls: one per thread.
+// the lower token id everywhere, and the draw walks candidates in an order fixed by the input, so a
+// given rng state always yields the same token. Linear in the vocabulary (top-k and top-p select,
+// they do not sort it). Keeps scratch buffers between calls: one per thread.
 class LogitsSampler {
  public:
   TokenId sample(std::span<float> logits, const TokenHistory& history, const SamplingParams& params,
@@ -63,9 +64,15 @@ class LogitsSampler {
 
  private:
   struct Candidate {
-    float logit;
+    float logit;    // scaled by the temperature
     TokenId token;
+    double weight;  // exp(logit - max): unnormalised probability
   };
+  // Total order: more likely first, ties to the lower id.
+  static bool more_likely(const Candidate& a, const Candidate& b);
+  // Reorders `candidates` so that the smallest most-likely set whose weight reaches `target` comes
+  // first (in no particular order); returns its size (at least 1).
+  static std::size_t select_top_p(std::vector<Candidate>& candidates, double target);
   std::vector<Candidate> candidates_;
   std::vector<TokenId> scratch_;
 };
