@@ -24,5 +24,7 @@ PluginRegistry load_plugins(const CommonOptions& options);
 // Each returns the subcommand's exit code through `exit_code` when it ran.
 void add_plugins_command(CLI::App& app, const CommonOptions& options, int& exit_code);
 void add_generate_command(CLI::App& app, const CommonOptions& options, int& exit_code);
+// tokenize, detokenize, render: a model directory's tokenizer and chat template over JSONL.
+void add_text_commands(CLI::App& app, int& exit_code);
 
 }  // namespace llaisys::offline

@@ -124,7 +124,7 @@ void TokenMatcher::split(std::string_view text, const std::vector<AddedToken>& t
 
 // ---- vocabulary -------------------------------------------------------------------------------
 
-Result<AddedVocabulary> AddedVocabulary::from_json(const json::value& added_tokens) {
+Result<AddedVocabulary> AddedVocabulary::from_json(const json::value& added_tokens, int32_t first_free_id) {
   AddedVocabulary vocab;
   if (added_tokens.is_null()) return vocab;
   if (!added_tokens.is_array()) return Status(ErrorCode::parse_error, "'added_tokens' must be an array");
@@ -133,8 +133,9 @@ Result<AddedVocabulary> AddedVocabulary::from_json(const json::value& added_toke
     const json::object* o = list[i].if_object();
     if (o == nullptr) return make_error(ErrorCode::parse_error, "added_tokens[{}] must be an object", i);
     const json::value* id = o->if_contains("id");
-    if (id == nullptr || !id->is_int64() || id->get_int64() < 0 || id->get_int64() >= (int64_t{1} << 28)) {
-      return make_error(ErrorCode::parse_error, "added_tokens[{}]: 'id' must be a token id", i);
+    const int64_t id_bound = int64_t{first_free_id} + 65536 + static_cast<int64_t>(list.size());
+    if (id == nullptr || !id->is_int64() || id->get_int64() < 0 || id->get_int64() >= id_bound) {
+      return make_error(ErrorCode::parse_error, "added_tokens[{}]: 'id' must be a token id below {}", i, id_bound);
     }
     AddedToken token;
     token.id = static_cast<TokenId>(id->get_int64());

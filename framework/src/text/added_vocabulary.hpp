@@ -53,7 +53,8 @@ class TokenMatcher {
 
 class AddedVocabulary {
  public:
-  static Result<AddedVocabulary> from_json(const boost::json::value& added_tokens);
+  // Ids must stay below first_free_id + 65536 + the number of added tokens (dense tables).
+  static Result<AddedVocabulary> from_json(const boost::json::value& added_tokens, int32_t first_free_id);
 
   const std::vector<AddedToken>& tokens() const { return tokens_; }
   // The added token with this id, or nullptr.

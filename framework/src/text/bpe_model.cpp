@@ -73,6 +73,12 @@ Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const json::object& model)
     }
     id_limit = std::max(id_limit, entry.value().get_int64() + 1);
   }
+  // Ids index dense tables: a few holes are fine, a sparse vocabulary would only waste memory.
+  const auto dense_limit = static_cast<int64_t>(entries.size()) * 2 + 65536;
+  if (id_limit > dense_limit) {
+    return make_error(ErrorCode::parse_error, "model.vocab: ids up to {} for {} tokens are too sparse", id_limit - 1,
+                      entries.size());
+  }
   bpe->id_to_token_.resize(static_cast<std::size_t>(id_limit));
   bpe->has_token_.assign(static_cast<std::size_t>(id_limit), false);
   for (const auto& entry : entries) {

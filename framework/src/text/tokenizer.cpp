@@ -123,7 +123,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_json_text(std::string_v
                       json::serialize(*type));
   }
   LLAISYS_ASSIGN_OR_RETURN(impl->model, BpeModel::from_json(model.get_object()));
-  LLAISYS_ASSIGN_OR_RETURN(impl->added, AddedVocabulary::from_json(field("added_tokens")));
+  LLAISYS_ASSIGN_OR_RETURN(impl->added, AddedVocabulary::from_json(field("added_tokens"), impl->model->id_limit()));
   LLAISYS_ASSIGN_OR_RETURN(impl->normalizer, make_normalizer(field("normalizer")));
   LLAISYS_ASSIGN_OR_RETURN(impl->pre_tokenizer, make_pre_tokenizer(field("pre_tokenizer")));
   LLAISYS_ASSIGN_OR_RETURN(impl->post_processor, make_post_processor(field("post_processor")));

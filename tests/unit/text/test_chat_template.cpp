@@ -124,6 +124,8 @@ TEST_CASE("template errors say what and where") {
       {"{{ 'unterminated }}", "unexpected end of string"},
       {"{% frobnicate %}", "encountered unknown tag 'frobnicate'"},
       {"{# comment", "missing end of comment tag"},
+      // found by fuzz_chat_template: an attribute index beyond int64
+      {"{{ x.99999999999999999999 }}", "integer index out of range"},
   };
   for (const Case& c : syntax) {
     auto tmpl = ChatTemplate::from_string(c.source);
@@ -170,6 +172,15 @@ TEST_CASE("hostile templates end in errors, not crashes") {
       "{% for a in range(100000) %}{% set x = range(100000) %}{% endfor %}");
   REQUIRE(slow.ok());
   CHECK(slow->render(messages, {}).status().code() == ErrorCode::resource_exhausted);
+  // Values nested without bound (whose destruction would recurse as deep) are refused.
+  auto nesting = ChatTemplate::from_string(
+      "{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}");
+  REQUIRE(nesting.ok());
+  CHECK_THAT(nesting->render(messages, {}).status().message(), Catch::Contains("nested deeper than"));
+  auto namespaces = ChatTemplate::from_string(
+      "{% set ns = namespace(x=none) %}{% for i in range(100000) %}{% set ns.x = namespace(x=ns.x) %}{% endfor %}");
+  REQUIRE(namespaces.ok());
+  CHECK_THAT(namespaces->render(messages, {}).status().message(), Catch::Contains("nested deeper than"));
   // A namespace holding itself is freed (LeakSanitizer checks this under asan-ubsan).
   auto cycle = ChatTemplate::from_string("{% set ns = namespace() %}{% set ns.me = ns %}ok");
   REQUIRE(cycle.ok());

@@ -1,6 +1,8 @@
 // The Qwen2 tokenizer against the reference vectors (llama.cpp's qwen2.inp/.out and transformers.js'
 // qwen2-cases.json), plus loading errors and the general tokenizer.json features.
 
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "text_test_support.hpp"
@@ -27,7 +29,26 @@ TEST_CASE("every reference case encodes to the expected ids and decodes back") {
   CHECK(failures == 0);
 }
 
-TEST_CASE("special tokens in text are recognised; skip_special_tokens drops only special ones") {
+TEST_CASE("concurrent encodes through one tokenizer agree with the reference (shared word cache)") {
+  auto tokenizer = qwen2();
+  const auto cases = tokenizer_cases();
+  std::vector<int> failures(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 5; ++round) {
+        for (std::size_t i = static_cast<std::size_t>(t); i < cases.size(); i += 2) {
+          auto ids = tokenizer->encode(cases[i].text);
+          if (!ids.ok() || ids.value() != cases[i].ids) ++failures[static_cast<std::size_t>(t)];
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(failures == std::vector<int>(4, 0));
+}
+
+TEST_CASE("special tokens in text are recognised, and skip_special_tokens drops only special ones") {
   auto tokenizer = qwen2();
   auto ids = tokenizer->encode("<|im_start|>user\nhi<|im_end|><tool_call>");
   REQUIRE(ids.ok());
@@ -109,6 +130,10 @@ TEST_CASE("malformed tokenizer.json files give clear errors") {
       {R"({"model": {"type": "BPE", "merges": []}})", "'vocab' must be an object"},
       {R"({"model": {"type": "BPE", "vocab": {"a": -1}, "merges": []}})", "must be a token id"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}})", "id 0 is used by"},
+      // found by fuzz_tokenizer_json: huge ids would allocate gigabytes of dense tables
+      {R"({"model": {"type": "BPE", "vocab": {"a": 200000000}, "merges": []}})", "too sparse"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+           "added_tokens": [{"id": 200000000, "content": "x"}]})", "'id' must be a token id below"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})", "merged token 'ab' is not in"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a"]}})", "not two tokens"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [["a", "zz"]]}})", "'zz' is not in the vocabulary"},

@@ -162,7 +162,7 @@ const std::map<std::string, MethodFn, std::less<>>& string_methods() {
       auto a = bind(args, {"old", "new", "count"}, "replace", w);
       if (!a[0] || !a[1]) type_error("replace expected at least 2 arguments", w);
       std::string out = py::replace(self.str(), require_str(*a[0], "replace", w), require_str(*a[1], "replace", w),
-                                    to_int_arg(a[2], -1, "count", w));
+                                    to_int_arg(a[2], -1, "count", w), in.limits().max_output_bytes);
       in.check_size(out.size(), w);
       return Value::string(std::move(out));
     };

@@ -29,7 +29,7 @@ int64_t length_of(const Value& v, const SourceLocation& where) {
   }
 }
 
-Value do_tojson(Interpreter&, const Value& v, CallArgs& args, const SourceLocation& where) {
+Value do_tojson(Interpreter& in, const Value& v, CallArgs& args, const SourceLocation& where) {
   auto a = bind(args, {"ensure_ascii", "indent", "separators", "sort_keys"}, "tojson", where);
   JsonOptions options;
   options.ensure_ascii = to_bool_arg(a[0], false);
@@ -49,6 +49,7 @@ Value do_tojson(Interpreter&, const Value& v, CallArgs& args, const SourceLocati
     options.key_separator = a[2]->items()[1].str();
   }
   options.sort_keys = to_bool_arg(a[3], false);
+  options.max_bytes = in.limits().max_output_bytes;
   return Value::string(to_json(v, options, where));
 }
 
@@ -77,7 +78,7 @@ Value do_join(Interpreter& in, const Value& v, CallArgs& args, const SourceLocat
   return Value::string(std::move(out));
 }
 
-Value do_indent(Interpreter&, const Value& v, CallArgs& args, const SourceLocation& where) {
+Value do_indent(Interpreter& in, const Value& v, CallArgs& args, const SourceLocation& where) {
   auto a = bind(args, {"width", "first", "blank"}, "indent", where);
   const std::string indentation =
       a[0] && a[0]->is_string() ? a[0]->str()
@@ -91,10 +92,14 @@ Value do_indent(Interpreter&, const Value& v, CallArgs& args, const SourceLocati
     for (std::size_t i = 0; i < lines.size(); ++i) {
       if (i > 0) out += "\n" + indentation;
       out += lines[i];
+      in.check_size(out.size(), where);
     }
   } else if (!lines.empty()) {
     out = lines[0];
-    for (std::size_t i = 1; i < lines.size(); ++i) out += "\n" + (lines[i].empty() ? "" : indentation + lines[i]);
+    for (std::size_t i = 1; i < lines.size(); ++i) {
+      out += "\n" + (lines[i].empty() ? "" : indentation + lines[i]);
+      in.check_size(out.size(), where);
+    }
   }
   if (first) out = indentation + out;
   return Value::string(std::move(out), v.is_safe());
@@ -111,7 +116,8 @@ Value do_items(Interpreter&, const Value& v, CallArgs&, const SourceLocation& wh
 Value do_replace(Interpreter& in, const Value& v, CallArgs& args, const SourceLocation& where) {
   auto a = bind(args, {"old", "new", "count"}, "replace", where);
   if (!a[0] || !a[1]) type_error("replace() missing required arguments", where);
-  std::string out = py::replace(to_str(v), to_str(*a[0]), to_str(*a[1]), to_int_arg(a[2], -1, "count", where));
+  std::string out = py::replace(to_str(v), to_str(*a[0]), to_str(*a[1]), to_int_arg(a[2], -1, "count", where),
+                                in.limits().max_output_bytes);
   in.check_size(out.size(), where);
   return Value::string(std::move(out));
 }
@@ -399,7 +405,11 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
     t["attr"] = [](Interpreter& in, const Value& v, CallArgs& a, const SourceLocation& w) {
       auto b = bind(a, {"name"}, "attr", w);
       if (!b[0]) type_error("attr() missing the name", w);
-      return in.get_attr(v, to_str(*b[0]), w);
+      // Python's getattr only: no fallback to items, unlike `v.name`.
+      const std::string name = to_str(*b[0]);
+      if (v.is_ns()) return in.get_attr(v, name, w);
+      if (auto method = bound_method(v, name)) return *method;
+      return Value::undefined(fmt::format("'{} object' has no attribute '{}'", v.type_name(), name));
     };
     t["wordcount"] = [](Interpreter&, const Value& v, CallArgs&, const SourceLocation&) {
       return Value::integer(static_cast<int64_t>(py::split(to_str(v), std::nullopt, -1).size()));

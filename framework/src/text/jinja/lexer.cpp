@@ -211,8 +211,8 @@ class Lexer {
   }
 
   std::string string_char(std::size_t i) const {
-    std::size_t n = utf8::valid_sequence_length(src_, i);
-    return "'" + src_.substr(i, n == 0 ? 1 : n) + "'";
+    const std::size_t n = utf8::valid_sequence_length(src_, i);
+    return fmt::format("'{}'", std::string_view(src_).substr(i, n == 0 ? 1 : n));
   }
 
   std::size_t lex_number(std::size_t i) {

@@ -6,6 +6,7 @@
 #include <unicode/locid.h>
 #include <unicode/unistr.h>
 
+#include "jinja/error.hpp"
 #include "utf8.hpp"
 
 namespace llaisys::text::jinja::py {
@@ -144,8 +145,12 @@ std::vector<std::string> splitlines(std::string_view s, bool keep_ends) {
   return lines;
 }
 
-std::string replace(std::string_view s, std::string_view old, std::string_view replacement, int64_t count) {
+std::string replace(std::string_view s, std::string_view old, std::string_view replacement, int64_t count,
+                    std::size_t max_bytes) {
   std::string out;
+  auto check = [&] {
+    if (out.size() > max_bytes) fail("LimitError", fmt::format("result exceeds {} bytes", max_bytes), {});
+  };
   if (old.empty()) {  // Python inserts the replacement between every character
     const std::vector<char32_t> cps = code_points(s);
     int64_t done = 0;
@@ -153,6 +158,7 @@ std::string replace(std::string_view s, std::string_view old, std::string_view r
       if (count < 0 || done < count) {
         out += replacement;
         ++done;
+        check();
       }
       utf8::append_code_point(out, cp);
     }
@@ -166,6 +172,7 @@ std::string replace(std::string_view s, std::string_view old, std::string_view r
     if (hit == std::string_view::npos) break;
     out.append(s.substr(start, hit - start));
     out.append(replacement);
+    check();
     start = hit + old.size();
     ++done;
   }

@@ -1,6 +1,7 @@
 #pragma once
 // Python str methods over UTF-8 (code points, Unicode whitespace and case mapping via ICU).
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,7 +19,9 @@ std::string strip(std::string_view s, const std::optional<std::string>& chars, b
 std::vector<std::string> split(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit,
                                bool from_right = false);
 std::vector<std::string> splitlines(std::string_view s, bool keep_ends = false);
-std::string replace(std::string_view s, std::string_view old, std::string_view replacement, int64_t count = -1);
+// Throws a LimitError (jinja::Error) once the result would exceed max_bytes.
+std::string replace(std::string_view s, std::string_view old, std::string_view replacement, int64_t count = -1,
+                    std::size_t max_bytes = SIZE_MAX);
 std::string lower(std::string_view s);
 std::string upper(std::string_view s);
 std::string title(std::string_view s);

@@ -19,6 +19,11 @@ void check_depth(int depth, const SourceLocation& where) {
   if (depth > kMaxDepth) fail("LimitError", "value nested too deeply", where);
 }
 
+uint32_t checked_depth(uint32_t deepest_child) {
+  if (deepest_child + 1 > kMaxValueDepth) fail("LimitError", fmt::format("values nested deeper than {}", kMaxValueDepth), {});
+  return deepest_child + 1;
+}
+
 const DictData& empty_dict() {
   static const DictData instance;
   return instance;
@@ -43,6 +48,7 @@ const Value* DictData::find(std::string_view key) const {
 }
 
 void DictData::set(Value key, Value value) {
+  depth = std::max(depth, checked_depth(std::max(key.depth(), value.depth())));
   for (auto& [k, v] : entries) {
     if (equals(k, key)) {
       v = std::move(value);
@@ -57,6 +63,30 @@ const Value* CallArgs::find_keyword(std::string_view name) const {
     if (k == name) return &v;
   }
   return nullptr;
+}
+
+Value Value::list(std::vector<Value> items, ListKind kind) {
+  uint32_t deepest = 0;
+  for (const Value& item : items) deepest = std::max(deepest, item.depth());
+  auto data = std::make_shared<ListData>(ListData{std::move(items), kind});
+  data->depth = checked_depth(deepest);
+  return Value(Kind::list, std::shared_ptr<const ListData>(std::move(data)));
+}
+
+Value Value::dict(std::shared_ptr<DictData> data) {
+  uint32_t deepest = 0;
+  for (const auto& [k, v] : data->entries) deepest = std::max({deepest, k.depth(), v.depth()});
+  data->depth = checked_depth(deepest);
+  return Value(Kind::dict, std::shared_ptr<const DictData>(std::move(data)));
+}
+
+uint32_t Value::depth() const {
+  switch (kind_) {
+    case Kind::list: return list_data().depth;
+    case Kind::dict:
+    case Kind::ns: return dict_data().depth;
+    default: return 0;
+  }
 }
 
 const DictData& Value::dict_data() const {
@@ -224,17 +254,25 @@ std::string float_repr(double d) {
   std::string out = negative ? "-" : "";
   if (decimal_point > -4 && decimal_point <= 16) {
     if (decimal_point <= 0) {
-      out += "0." + std::string(static_cast<std::size_t>(-decimal_point), '0') + digits;
+      out.append("0.");
+      out.append(static_cast<std::size_t>(-decimal_point), '0');
+      out.append(digits);
     } else if (static_cast<std::size_t>(decimal_point) >= digits.size()) {
-      out += digits + std::string(static_cast<std::size_t>(decimal_point) - digits.size(), '0') + ".0";
+      out.append(digits);
+      out.append(static_cast<std::size_t>(decimal_point) - digits.size(), '0');
+      out.append(".0");
     } else {
-      out += digits.substr(0, static_cast<std::size_t>(decimal_point)) + "." +
-             digits.substr(static_cast<std::size_t>(decimal_point));
+      out.append(digits, 0, static_cast<std::size_t>(decimal_point));
+      out.push_back('.');
+      out.append(digits, static_cast<std::size_t>(decimal_point));
     }
     return out;
   }
-  out += digits.substr(0, 1);
-  if (digits.size() > 1) out += "." + digits.substr(1);
+  out.push_back(digits[0]);
+  if (digits.size() > 1) {
+    out.push_back('.');
+    out.append(digits, 1);
+  }
   out += fmt::format("e{}{:02d}", exponent < 0 ? '-' : '+', std::abs(exponent));
   return out;
 }
@@ -442,10 +480,14 @@ std::string json_key(const Value& key, const SourceLocation& where) {
 
 void dump(std::string& out, const Value& v, const JsonOptions& o, const SourceLocation& where, int depth) {
   check_depth(depth, where);
+  if (out.size() > o.max_bytes) fail("LimitError", fmt::format("JSON output exceeds {} bytes", o.max_bytes), where);
   auto newline = [&](int level) {
     if (!o.indent) return;
     out += '\n';
-    for (int i = 0; i < level; ++i) out += *o.indent;
+    for (int i = 0; i < level; ++i) {
+      out += *o.indent;
+      if (out.size() > o.max_bytes) fail("LimitError", fmt::format("JSON output exceeds {} bytes", o.max_bytes), where);
+    }
   };
   using K = Value::Kind;
   switch (v.kind()) {

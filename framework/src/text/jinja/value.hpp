@@ -25,14 +25,19 @@ class Interpreter;
 
 enum class ListKind : uint8_t { list, tuple, generator, dict_items, dict_keys, dict_values };
 
+// Containers nested deeper than this cannot be built (their destruction would recurse that deep).
+inline constexpr uint32_t kMaxValueDepth = 1000;
+
 struct ListData {
   std::vector<Value> items;
   ListKind kind = ListKind::list;
   mutable bool exhausted = false;  // a generator iterates once, like Python's
+  uint32_t depth = 1;              // 1 + the deepest container inside
 };
 
 struct DictData {
   std::vector<std::pair<Value, Value>> entries;  // insertion order
+  uint32_t depth = 1;                            // 1 + the deepest container inside
   const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
   void set(Value key, Value value);
@@ -74,10 +79,9 @@ class Value {
   static Value string(std::string s, bool safe = false) {
     return Value(Kind::string, std::make_shared<const StringData>(StringData{std::move(s), safe}));
   }
-  static Value list(std::vector<Value> items, ListKind kind = ListKind::list) {
-    return Value(Kind::list, std::shared_ptr<const ListData>(std::make_shared<ListData>(ListData{std::move(items), kind})));
-  }
-  static Value dict(std::shared_ptr<DictData> data) { return Value(Kind::dict, std::shared_ptr<const DictData>(std::move(data))); }
+  // Both throw a LimitError beyond kMaxValueDepth.
+  static Value list(std::vector<Value> items, ListKind kind = ListKind::list);
+  static Value dict(std::shared_ptr<DictData> data);
   static Value callable(std::shared_ptr<const Callable> fn) { return Value(Kind::callable, std::move(fn)); }
   static Value ns(std::shared_ptr<DictData> data) { return Value(Kind::ns, std::move(data)); }
   // Converts JSON (object key order kept); depth beyond `max_depth` throws.
@@ -105,6 +109,8 @@ class Value {
   // The name an undefined value stands for ("'x' is undefined" / "'dict object' has no attribute 'y'").
   std::string undefined_message() const;
 
+  // Container nesting: 0 for scalars.
+  uint32_t depth() const;
   // Python truthiness.
   bool truthy() const;
   // Python's type name ("str", "int", "dict", "NoneType", "generator", ...).
@@ -143,6 +149,7 @@ struct JsonOptions {
   std::string key_separator = ": ";
   bool sort_keys = false;
   bool ensure_ascii = false;
+  std::size_t max_bytes = SIZE_MAX;  // a LimitError beyond this
 };
 // Python's json.dumps; throws a TypeError for values JSON cannot hold.
 std::string to_json(const Value& v, const JsonOptions& options, const SourceLocation& where);

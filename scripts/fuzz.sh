@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Bounded fuzzing run: builds the libFuzzer targets (preset `fuzz`, clang + ASan/UBSan) and runs each
+# for SECONDS seconds (default 60) from the seed corpora in tests/data and fuzz/seeds. Any crash,
+# sanitizer report, leak or timeout fails the run; libFuzzer leaves the input as crash-*/leak-*/
+# timeout-* in build/fuzz/findings/.
+#   scripts/fuzz.sh            # 60 s per target
+#   scripts/fuzz.sh 600        # 10 minutes per target
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+seconds=${1:-60}
+targets=(fuzz_chat_template fuzz_tokenizer_json fuzz_tokenizer_encode)
+
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
+
+work=build/fuzz/work
+findings=build/fuzz/findings
+rm -rf "$work"
+mkdir -p "$work" "$findings"
+# Seeds: the 17 real chat templates, tokenizer.json samples, the tokenizer test texts.
+mkdir -p "$work/fuzz_chat_template" "$work/fuzz_tokenizer_json" "$work/fuzz_tokenizer_encode"
+cp tests/data/chat-templates/*.jinja "$work/fuzz_chat_template/"
+cp fuzz/seeds/tokenizer_json/*.json "$work/fuzz_tokenizer_json/"
+python3 - "$work/fuzz_tokenizer_encode" <<'PY'
+import json, sys, pathlib
+out = pathlib.Path(sys.argv[1])
+cases = json.load(open("tests/data/tokenizer-vectors/qwen2-cases.json"))["cases"]
+for i, case in enumerate(cases):
+    (out / f"case{i:03d}").write_text(case["text"], encoding="utf-8")
+PY
+
+status=0
+for target in "${targets[@]}"; do
+  echo "== $target for ${seconds}s" >&2
+  max_len=4096
+  [ "$target" = fuzz_tokenizer_json ] && max_len=16384
+  if ! "build/fuzz/bin/$target" "$work/$target" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
+       -rss_limit_mb=4096 -artifact_prefix="$findings/$target-" -print_final_stats=1 2>"$work/$target.log"; then
+    echo "FAIL: $target found a problem (see $work/$target.log and $findings/)" >&2
+    tail -40 "$work/$target.log" >&2
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$work/$target.log" >&2 || true
+  fi
+done
+exit $status
