@@ -10,6 +10,13 @@ void add_memcpy_command(CLI::App& app, int& exit_code);
 // Tokenizer encode throughput against Hugging Face's tokenizers on the same corpus.
 void add_tokenizer_command(CLI::App& app, int& exit_code);
 
+// A model through the plugin stack: decode tokens/s and efficiency against the copy bandwidth,
+// prefill tokens/s, peak RSS against the weights (bench_model.cpp).
+void add_model_command(CLI::App& app, int& exit_code);
+// The engine: aggregate tokens/s of 32 sequences against 1, and time to first token with and without
+// the prefix cache (bench_engine.cpp).
+void add_engine_command(CLI::App& app, int& exit_code);
+
 // Measures large-memcpy bandwidth in bytes (read + written) per second over `bytes`-sized buffers,
 // best of `repeats` runs, using `num_threads` threads each copying its own slice.
 double measure_copy_bandwidth(std::size_t bytes, int repeats, int num_threads);

@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   llaisys::bench::add_memcpy_command(app, exit_code);
   llaisys::bench::add_tokenizer_command(app, exit_code);
+  llaisys::bench::add_model_command(app, exit_code);
+  llaisys::bench::add_engine_command(app, exit_code);
   app.parse_complete_callback([&] { llaisys::app::init_logging(log_level); });
   try {
     app.parse(argc, argv);

@@ -1,185 +1,334 @@
-// `llaisys-offline generate`: JSONL prompts (token ids) -> JSONL greedy completions.
+// `llaisys-offline generate`: a file of prompts -> the engine (continuous batching) -> JSONL results.
 //
-// Input line:  {"id": any, "prompt_ids": [int, ...], "max_tokens": int (default 16)}
-// Output line: {"id", "prompt_ids", "output_ids", "finish_reason": "stop"|"length", "usage"}
-// One sequence at a time over a contiguous block table; the engine issue replaces this with
-// continuous batching.
+// Input (a file argument or standard input):
+//  - JSON Lines (default, or a file not ending in .txt): one object per line with one prompt source,
+//      "prompt_ids": [int, ...]   token ids
+//      "prompt": "text"           encoded with the model's tokenizer
+//      "messages": [{"role", "content"}, ...]   rendered with the model's chat template
+//    and optional fields: "id" (echoed), "max_tokens" (default --max-tokens), "min_tokens", "n",
+//    "temperature" (default --temperature), "top_p", "top_k", "min_p", "seed", "presence_penalty",
+//    "frequency_penalty", "repetition_penalty", "stop" (string or list), "stop_token_ids",
+//    "ignore_eos", "logprobs" (number of top alternatives per token, 0..20).
+//  - .txt (or --format txt): one prompt text per line (blank lines skipped), id = line number; with
+//    --chat each line is one user message, rendered with the chat template.
+// Output: see batch_runner.hpp. Progress and the summary go to standard error.
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
-#include <vector>
+#include <fstream>
+#include <iostream>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include "batch_runner.hpp"
 #include "commands.hpp"
 #include "jsonl.hpp"
 #include "llaisys/core/log.hpp"
-#include "llaisys/sampling/sampler.hpp"
+#include "llaisys/engine/llm_engine.hpp"
+#include "llaisys/text/chat_template.hpp"
+#include "llaisys/text/tokenizer.hpp"
+#include "progress.hpp"
 
 namespace llaisys::offline {
 namespace json = boost::json;
 namespace {
 
-constexpr int32_t kBlockSize = 16;
-
 struct GenerateOptions {
   std::filesystem::path model_dir;
   std::string input = "-";
+  std::string format = "auto";  // auto, jsonl, txt
   int32_t default_max_tokens = 16;
+  float default_temperature = 0.0f;
   int32_t max_context = 4096;
+  // engine
+  int32_t max_num_seqs = 64;
+  int32_t max_batched_tokens = 2048;
+  int64_t kv_cache_mb = 1024;
+  int32_t block_size = 16;
+  bool no_prefix_cache = false;
+  std::optional<uint64_t> seed;
+  std::string progress = "auto";  // auto, bar, lines, off
+  bool chat = false;               // .txt lines are user messages
 };
 
-struct Job {
-  json::value id;
-  std::vector<TokenId> prompt;
-  int32_t max_tokens = 0;
+// Everything a line may need besides its own fields.
+struct ParseContext {
+  const GenerateOptions& options;
+  const ModelInfo& info;
+  const std::shared_ptr<const text::Tokenizer>& tokenizer;
+  const std::optional<text::ChatTemplate>& chat_template;
+  const Status& chat_template_status;  // why there is none
 };
 
-Result<Job> parse_job(const json::value& line, const GenerateOptions& options, const ModelInfo& info) {
-  const json::object* object = line.if_object();
-  if (object == nullptr) return Status(ErrorCode::invalid_argument, "each line must be a JSON object");
-  Job job;
-  if (const json::value* id = object->if_contains("id")) job.id = *id;
-  const json::value* ids = object->if_contains("prompt_ids");
-  if (ids == nullptr || !ids->is_array() || ids->as_array().empty()) {
-    return Status(ErrorCode::invalid_argument, "'prompt_ids' must be a non-empty array of token ids");
-  }
-  for (const json::value& v : ids->as_array()) {
-    if (!v.is_int64() || v.as_int64() < 0 || v.as_int64() >= info.vocab_size) {
-      return make_error(ErrorCode::invalid_argument, "'prompt_ids' holds {} which is not a token id in [0, {})",
-                        json::serialize(v), info.vocab_size);
-    }
-    job.prompt.push_back(static_cast<TokenId>(v.as_int64()));
-  }
-  job.max_tokens = options.default_max_tokens;
-  if (const json::value* max = object->if_contains("max_tokens")) {
-    if (!max->is_int64() || max->as_int64() < 0) {
-      return Status(ErrorCode::invalid_argument, "'max_tokens' must be a non-negative integer");
-    }
-    job.max_tokens = static_cast<int32_t>(std::min<int64_t>(max->as_int64(), options.max_context));
-  }
-  return job;
+Status bad_field(std::string_view key, std::string_view expected) {
+  return make_error(ErrorCode::invalid_argument, "'{}' must be {}", key, expected);
 }
 
-// Greedy generation for one job over blocks [0, n).
-Result<json::object> run_job(AnyModel& model, const Job& job, int32_t context_limit) {
-  const ModelInfo& info = model.info();
-  if (static_cast<int32_t>(job.prompt.size()) >= context_limit) {
-    return make_error(ErrorCode::resource_exhausted, "prompt of {} tokens does not fit the context of {}",
-                      job.prompt.size(), context_limit);
-  }
-  std::vector<BlockId> blocks(static_cast<std::size_t>((context_limit + kBlockSize - 1) / kBlockSize));
-  std::iota(blocks.begin(), blocks.end(), 0);
-  const BlockId* tables[] = {blocks.data()};
-  const int32_t table_lens[] = {static_cast<int32_t>(blocks.size())};
+Result<std::optional<double>> number_field(const json::object& object, std::string_view key) {
+  const json::value* v = object.if_contains(key);
+  if (v == nullptr || v->is_null()) return std::optional<double>();
+  if (!v->is_number()) return bad_field(key, "a number");
+  return std::optional<double>(v->to_number<double>());
+}
 
-  std::vector<TokenId> tokens = job.prompt;
-  std::vector<TokenId> output;
-  std::vector<float> logits(static_cast<std::size_t>(info.vocab_size));
-  std::string finish_reason = "length";
-  GreedySampler sampler;
-  Rng rng(0);
-  SamplingParams params{.temperature = 0.0f};
-  std::size_t fed = 0;  // tokens already in the KV cache
-  while (static_cast<int32_t>(output.size()) < job.max_tokens) {
-    if (static_cast<int32_t>(tokens.size()) >= context_limit) break;
-    const std::size_t n = tokens.size() - fed;
-    std::vector<int32_t> positions(n);
-    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(fed));
-    std::vector<int32_t> seq_indices(n, 0);
-    const int32_t last[] = {static_cast<int32_t>(n - 1)};
-    ForwardBatch batch{.token_ids = std::span(tokens).subspan(fed),
-                       .positions = positions,
-                       .seq_indices = seq_indices,
-                       .block_tables = tables,
-                       .block_table_lens = table_lens,
-                       .output_token_indices = last,
-                       .output_kind = OutputKind::logits};
-    LLAISYS_RETURN_IF_ERROR(model.forward(batch, logits));
-    fed = tokens.size();
-    const TokenId next = sampler.sample(logits, tokens, params, rng);
-    output.push_back(next);
-    tokens.push_back(next);
-    if (std::find(info.eos_token_ids.begin(), info.eos_token_ids.end(), next) != info.eos_token_ids.end()) {
-      finish_reason = "stop";
-      break;
+Result<std::optional<int64_t>> int_field(const json::object& object, std::string_view key) {
+  const json::value* v = object.if_contains(key);
+  if (v == nullptr || v->is_null()) return std::optional<int64_t>();
+  if (v->is_int64()) return std::optional<int64_t>(v->as_int64());
+  if (v->is_uint64() && v->as_uint64() <= static_cast<uint64_t>(INT64_MAX)) {
+    return std::optional<int64_t>(static_cast<int64_t>(v->as_uint64()));
+  }
+  return bad_field(key, "an integer");
+}
+
+Result<std::vector<TokenId>> token_ids_field(const json::value& value, std::string_view key, int32_t vocab_size) {
+  if (!value.is_array() || value.as_array().empty()) {
+    return make_error(ErrorCode::invalid_argument, "'{}' must be a non-empty array of token ids", key);
+  }
+  std::vector<TokenId> ids;
+  for (const json::value& v : value.as_array()) {
+    if (!v.is_int64() || v.as_int64() < 0 || v.as_int64() >= vocab_size) {
+      return make_error(ErrorCode::invalid_argument, "'{}' holds {} which is not a token id in [0, {})", key,
+                        json::serialize(v), vocab_size);
+    }
+    ids.push_back(static_cast<TokenId>(v.as_int64()));
+  }
+  return ids;
+}
+
+Result<std::vector<TokenId>> encode(const ParseContext& context, std::string_view text) {
+  if (!context.tokenizer) {
+    return Status(ErrorCode::invalid_argument, "text prompts need a model directory with a tokenizer.json");
+  }
+  return context.tokenizer->encode(text, /*add_special_tokens=*/true);
+}
+
+// Chat messages through the model's chat template, then the tokenizer (the template writes the
+// special tokens itself, so none are added).
+Result<std::vector<TokenId>> render_chat(const ParseContext& context, const json::value& messages) {
+  if (!messages.is_array() || messages.as_array().empty()) return bad_field("messages", "a non-empty array");
+  if (!context.chat_template) return context.chat_template_status;
+  LLAISYS_ASSIGN_OR_RETURN(std::string text, context.chat_template->render(messages, {.add_generation_prompt = true}));
+  return context.tokenizer->encode(text, /*add_special_tokens=*/false);
+}
+
+Result<std::vector<TokenId>> parse_prompt(const json::object& object, const ParseContext& context) {
+  const json::value* ids = object.if_contains("prompt_ids");
+  const json::value* prompt = object.if_contains("prompt");
+  const json::value* messages = object.if_contains("messages");
+  if ((ids != nullptr) + (prompt != nullptr) + (messages != nullptr) != 1) {
+    return Status(ErrorCode::invalid_argument, "give exactly one of 'prompt_ids', 'prompt' or 'messages'");
+  }
+  if (ids != nullptr) return token_ids_field(*ids, "prompt_ids", context.info.vocab_size);
+  if (prompt != nullptr) {
+    if (!prompt->is_string()) return bad_field("prompt", "a string");
+    return encode(context, prompt->as_string());
+  }
+  return render_chat(context, *messages);
+}
+
+Status parse_sampling(const json::object& object, SamplingParams& sampling) {
+  auto set_float = [&](std::string_view key, float& out) -> Status {
+    LLAISYS_ASSIGN_OR_RETURN(std::optional<double> value, number_field(object, key));
+    if (value) out = static_cast<float>(*value);
+    return Status();
+  };
+  LLAISYS_RETURN_IF_ERROR(set_float("temperature", sampling.temperature));
+  LLAISYS_RETURN_IF_ERROR(set_float("top_p", sampling.top_p));
+  LLAISYS_RETURN_IF_ERROR(set_float("min_p", sampling.min_p));
+  LLAISYS_RETURN_IF_ERROR(set_float("presence_penalty", sampling.presence_penalty));
+  LLAISYS_RETURN_IF_ERROR(set_float("frequency_penalty", sampling.frequency_penalty));
+  LLAISYS_RETURN_IF_ERROR(set_float("repetition_penalty", sampling.repetition_penalty));
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> top_k, int_field(object, "top_k"));
+  if (top_k) sampling.top_k = static_cast<int32_t>(std::clamp<int64_t>(*top_k, -1, INT32_MAX));
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> seed, int_field(object, "seed"));
+  if (seed) sampling.seed = static_cast<uint64_t>(*seed);
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> logprobs, int_field(object, "logprobs"));
+  if (logprobs) sampling.num_logprobs = static_cast<int32_t>(std::clamp<int64_t>(*logprobs, -1, 1000));
+  return Status();
+}
+
+Status parse_stop(const json::object& object, const ParseContext& context, StopConditions& stop) {
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> max_tokens, int_field(object, "max_tokens"));
+  stop.max_tokens = static_cast<int32_t>(std::clamp<int64_t>(max_tokens.value_or(context.options.default_max_tokens),
+                                                            -1, context.options.max_context));
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> min_tokens, int_field(object, "min_tokens"));
+  if (min_tokens) stop.min_tokens = static_cast<int32_t>(std::clamp<int64_t>(*min_tokens, -1, context.options.max_context));
+  if (const json::value* v = object.if_contains("stop"); v != nullptr && !v->is_null()) {
+    if (v->is_string()) {
+      stop.stop.emplace_back(v->as_string());
+    } else if (v->is_array()) {
+      for (const json::value& s : v->as_array()) {
+        if (!s.is_string()) return bad_field("stop", "a string or a list of strings");
+        stop.stop.emplace_back(s.as_string());
+      }
+    } else {
+      return bad_field("stop", "a string or a list of strings");
     }
   }
-  json::object result;
-  result["id"] = job.id;
-  result["prompt_ids"] = json::value_from(job.prompt);
-  result["output_ids"] = json::value_from(output);
-  result["finish_reason"] = finish_reason;
-  json::object usage;
-  usage["prompt_tokens"] = job.prompt.size();
-  usage["completion_tokens"] = output.size();
-  usage["total_tokens"] = job.prompt.size() + output.size();
-  result["usage"] = std::move(usage);
-  return result;
+  if (const json::value* v = object.if_contains("stop_token_ids"); v != nullptr && !v->is_null()) {
+    LLAISYS_ASSIGN_OR_RETURN(stop.stop_token_ids, token_ids_field(*v, "stop_token_ids", context.info.vocab_size));
+  }
+  if (const json::value* v = object.if_contains("ignore_eos"); v != nullptr && !v->is_null()) {
+    if (!v->is_bool()) return bad_field("ignore_eos", "true or false");
+    stop.ignore_eos = v->as_bool();
+  }
+  return Status();
+}
+
+Result<GenerateRequest> parse_job(const json::value& line, const ParseContext& context) {
+  const json::object* object = line.if_object();
+  if (object == nullptr) return Status(ErrorCode::invalid_argument, "each line must be a JSON object");
+  GenerateRequest request;
+  request.sampling.temperature = context.options.default_temperature;
+  LLAISYS_ASSIGN_OR_RETURN(request.prompt_ids, parse_prompt(*object, context));
+  LLAISYS_RETURN_IF_ERROR(parse_sampling(*object, request.sampling));
+  LLAISYS_RETURN_IF_ERROR(parse_stop(*object, context, request.stop));
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> n, int_field(*object, "n"));
+  if (n) request.n = static_cast<int32_t>(std::clamp<int64_t>(*n, 0, kMaxChoices + 1));
+  return request;
+}
+
+Result<std::vector<BatchJob>> read_jsonl(const ParseContext& context) {
+  LLAISYS_ASSIGN_OR_RETURN(app::JsonlReader reader, app::JsonlReader::open(context.options.input));
+  std::vector<BatchJob> jobs;
+  while (auto line = reader.next()) {
+    BatchJob job{.line_number = line->line_number};
+    if (!line->value.ok()) {
+      job.request = line->value.status();
+    } else {
+      if (const json::object* object = line->value->if_object()) {
+        if (const json::value* id = object->if_contains("id")) job.id = *id;
+      }
+      job.request = parse_job(line->value.value(), context);
+      if (!job.request.ok()) job.request = Status(job.request.status()).with_context(fmt::format("line {}", job.line_number));
+    }
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+Result<std::vector<BatchJob>> read_txt(const ParseContext& context) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (context.options.input != "-" && !context.options.input.empty()) {
+    file.open(context.options.input, std::ios::binary);
+    if (!file) return make_error(ErrorCode::not_found, "cannot open input file '{}'", context.options.input);
+    in = &file;
+  }
+  std::vector<BatchJob> jobs;
+  std::string text;
+  for (std::size_t number = 1; std::getline(*in, text); ++number) {
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (text.find_first_not_of(" \t") == std::string::npos) continue;
+    BatchJob job{.id = number, .line_number = number};
+    GenerateRequest request;
+    request.sampling.temperature = context.options.default_temperature;
+    request.stop.max_tokens = context.options.default_max_tokens;
+    Result<std::vector<TokenId>> ids =
+        context.options.chat
+            ? render_chat(context, json::array{json::object{{"role", "user"}, {"content", text}}})
+            : encode(context, text);
+    if (ids.ok()) {
+      request.prompt_ids = std::move(ids).value();
+      job.request = std::move(request);
+    } else {
+      job.request = Status(ids.status()).with_context(fmt::format("line {}", number));
+    }
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+int fail(const Status& status) {
+  fmt::print(stderr, "error: {}\n", status.message());
+  return 1;
 }
 
 int run_generate(const CommonOptions& common, const GenerateOptions& options) {
   PluginRegistry registry = load_plugins(common);
   auto device = parse_device(common.device);
-  if (!device.ok()) {
-    fmt::print(stderr, "error: {}\n", device.status().message());
-    return 2;
-  }
+  if (!device.ok()) return fail(device.status());
   auto model = registry.open_model({.model_dir = options.model_dir,
                                     .device = device.value(),
                                     .num_threads = common.num_threads,
                                     .options_json = "{}"});
-  if (!model.ok()) {
-    fmt::print(stderr, "error: {}\n", model.status().message());
-    return 1;
+  if (!model.ok()) return fail(model.status());
+  std::shared_ptr<const text::Tokenizer> tokenizer;
+  if (std::filesystem::exists(options.model_dir / "tokenizer.json")) {
+    auto loaded = text::Tokenizer::from_model_dir(options.model_dir);
+    if (!loaded.ok()) return fail(loaded.status());
+    tokenizer = std::move(loaded).value();
   }
-  const int32_t context_limit = std::min(model->info().max_context, options.max_context);
-  const int32_t num_blocks = (context_limit + kBlockSize - 1) / kBlockSize;
-  if (Status s = model->init_kv_cache({.num_blocks = num_blocks, .block_size = kBlockSize}); !s.ok()) {
-    fmt::print(stderr, "error: {}\n", s.message());
-    return 1;
-  }
-  auto reader = app::JsonlReader::open(options.input);
-  if (!reader.ok()) {
-    fmt::print(stderr, "error: {}\n", reader.status().message());
-    return 1;
-  }
-  std::size_t num_ok = 0, num_failed = 0, num_generated = 0;
-  const auto start = std::chrono::steady_clock::now();
-  while (auto line = reader->next()) {
-    Result<json::object> result = [&]() -> Result<json::object> {
-      if (!line->value.ok()) return line->value.status();
-      LLAISYS_ASSIGN_OR_RETURN(Job job, parse_job(line->value.value(), options, model->info()));
-      return run_job(model.value(), job, context_limit);
-    }();
-    if (result.ok()) {
-      ++num_ok;
-      num_generated += result->at("output_ids").as_array().size();
-      app::write_json_line(stdout, result.value());
+  std::optional<text::ChatTemplate> chat_template;
+  Status chat_template_status(ErrorCode::invalid_argument, "chat messages need a model with a tokenizer");
+  if (tokenizer) {
+    auto loaded = text::ChatTemplate::from_model_dir(options.model_dir);
+    if (loaded.ok()) {
+      chat_template = std::move(loaded).value();
     } else {
-      ++num_failed;
-      app::write_json_line(stdout, app::error_object(result.status(), line->line_number));
+      chat_template_status = Status(loaded.status()).with_context("the model's chat template");
     }
   }
+  const ModelInfo info = model->info();
+  auto engine = LLMEngine::create(EngineModel(std::move(model).value()),
+                                  {.block_size = options.block_size,
+                                   .kv_cache_bytes = static_cast<uint64_t>(std::max<int64_t>(options.kv_cache_mb, 0)) << 20,
+                                   .max_num_seqs = options.max_num_seqs,
+                                   .max_num_batched_tokens = options.max_batched_tokens,
+                                   .max_context = options.max_context,
+                                   .enable_prefix_cache = !options.no_prefix_cache,
+                                   .seed = options.seed},
+                                  tokenizer);
+  if (!engine.ok()) return fail(engine.status());
+
+  const ParseContext context{.options = options,
+                             .info = info,
+                             .tokenizer = tokenizer,
+                             .chat_template = chat_template,
+                             .chat_template_status = chat_template_status};
+  const bool txt = options.format == "txt" ||
+                   (options.format == "auto" && std::filesystem::path(options.input).extension() == ".txt");
+  Result<std::vector<BatchJob>> jobs = txt ? read_txt(context) : read_jsonl(context);
+  if (!jobs.ok()) return fail(jobs.status());
+
+  ProgressStyle style = ProgressStyle::off;
+  if (options.progress == "bar" || (options.progress == "auto" && isatty(fileno(stderr)) != 0)) {
+    style = ProgressStyle::bar;
+  } else if (options.progress != "off") {
+    style = ProgressStyle::lines;
+  }
+  ProgressReporter progress(stderr, static_cast<int64_t>(jobs->size()), style);
+  const auto start = std::chrono::steady_clock::now();
+  const BatchTotals totals = run_batch(**engine, *jobs, stdout, progress);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print(stderr, "{} requests ({} failed), {} generated tokens in {:.3f} s ({:.1f} tokens/s)\n",
-             num_ok + num_failed, num_failed, num_generated, seconds,
-             seconds > 0 ? static_cast<double>(num_generated) / seconds : 0.0);
-  return num_failed == 0 ? 0 : 1;
+  fmt::print(stderr, "{}", format_summary(totals, (*engine)->stats(), seconds));
+  return totals.num_failed == 0 ? 0 : 1;
 }
 
 }  // namespace
 
 void add_generate_command(CLI::App& app, const CommonOptions& common, int& exit_code) {
   auto options = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand("generate", "greedy generation for JSONL prompts");
+  CLI::App* cmd = app.add_subcommand("generate", "generate for a file of prompts (JSONL or .txt), continuously batched");
   cmd->add_option("--model", options->model_dir, "Hugging Face model directory")->required();
-  cmd->add_option("input", options->input, "JSONL input file (default: standard input)");
-  cmd->add_option("--max-tokens", options->default_max_tokens, "default max_tokens per request")
-      ->capture_default_str();
+  cmd->add_option("input", options->input, "input file: .jsonl, or .txt with one prompt per line (default: standard input, JSONL)");
+  cmd->add_option("--format", options->format, "auto, jsonl or txt")->capture_default_str()->check(CLI::IsMember({"auto", "jsonl", "txt"}));
+  cmd->add_option("--max-tokens", options->default_max_tokens, "default max_tokens per request")->capture_default_str();
+  cmd->add_option("--temperature", options->default_temperature, "default temperature (0: greedy)")->capture_default_str();
   cmd->add_option("--max-context", options->max_context, "context limit (tokens)")->capture_default_str();
+  cmd->add_option("--max-num-seqs", options->max_num_seqs, "sequences decoding at once")->capture_default_str();
+  cmd->add_option("--max-batched-tokens", options->max_batched_tokens, "tokens per forward pass")->capture_default_str();
+  cmd->add_option("--kv-cache-mb", options->kv_cache_mb, "KV cache budget in MiB")->capture_default_str();
+  cmd->add_option("--block-size", options->block_size, "tokens per KV block")->capture_default_str();
+  cmd->add_flag("--no-prefix-cache", options->no_prefix_cache, "do not reuse KV across requests");
+  cmd->add_option("--seed", options->seed, "seed for requests without their own seed");
+  cmd->add_flag("--chat", options->chat, ".txt lines are user messages, rendered with the chat template");
+  cmd->add_option("--progress", options->progress, "auto (bar on a terminal), bar, lines or off")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "bar", "lines", "off"}));
   cmd->callback([&common, &exit_code, options] { exit_code = run_generate(common, *options); });
 }
 

@@ -3,35 +3,81 @@
 //
 // Contract:
 //  - The pool holds num_blocks() blocks of block_size() token slots; the model owns the memory, the
-//    store only decides which sequence uses which block.
-//  - match_prefix(seq, tokens) attaches the longest run of cached whole blocks that prefixes
-//    `tokens` to the new sequence `seq`, locks them, and returns how many tokens they cover.
-//  - can_append(seq, n) / append(seq, n): whether, and then make, room for n more tokens of seq
-//    (allocating or evicting unlocked cached blocks). append leaves everything unchanged on failure.
-//  - release(seq, tokens): the sequence is done; its full blocks are inserted into the prefix cache
-//    keyed by `tokens` (unlocked, evictable), the rest return to the free list.
-//  - block_table(seq) is the sequence's blocks in position order.
-// Later: sharing a prefix between choices of one request, dropping ranges (engine issue).
+//    store only decides which sequence uses which block. A sequence's block table covers its
+//    num_tokens(seq) slots in position order: slot p lives in block_table(seq)[p / block_size()].
+//  - match_prefix(seq, tokens, ns) registers the new sequence `seq` and attaches the longest run of
+//    cached whole blocks (namespace `ns`) that prefixes `tokens`, but never all of `tokens` (the last
+//    token must be computed to get its logits). The run is locked (not evictable) while seq holds it;
+//    returns the tokens covered, a multiple of block_size(). peek_prefix() is the same question
+//    without side effects (for admission decisions).
+//  - can_append(seq, n) / append(seq, n, copies): whether, and then make, room for n more slots,
+//    allocating free blocks or evicting unlocked cached ones. When the partially filled last block is
+//    shared with another sequence (after fork()), append first gives seq a private copy and adds
+//    {src, dst} to `copies`, which the caller must apply (Model::copy_blocks) before writing. append
+//    is all or nothing: out_of_memory leaves every table and the cache as they were.
+//  - fork(parent, child): child starts with parent's slots, sharing all its blocks (copy-on-write).
+//  - commit(seq, tokens): tokens (a prefix of the sequence's tokens) now have their K/V computed; the
+//    full blocks among them join the prefix cache (still locked by seq). Only computed blocks are
+//    ever cached, so a failed forward pass never reaches the cache.
+//  - truncate(seq, n): drops slots from n on; returns how many slots remain (less than n when n falls
+//    inside a block shared with the cache: that whole block is dropped).
+//  - release(seq, tokens) = commit then free; free(seq) unregisters seq and drops its references.
+//  - Every operation is transactional; validate() checks all invariants (ref counts, locks, tree
+//    shape, tables) and is what tests call after a run.
 
 #include <concepts>
+#include <cstdint>
 #include <span>
+#include <string_view>
+#include <vector>
 
 #include "llaisys/core/status.hpp"
 #include "llaisys/model/types.hpp"
 
 namespace llaisys {
 
+struct KVStats {
+  int32_t block_size = 0;
+  int32_t num_blocks = 0;
+  int32_t num_free_blocks = 0;       // in the free list
+  int32_t num_cached_blocks = 0;     // held by the prefix cache (locked or not)
+  int32_t num_evictable_blocks = 0;  // cached and unlocked: reclaimable on demand
+  int32_t num_sequences = 0;
+  int64_t num_evicted_blocks = 0;
+
+  // Blocks neither free nor reclaimable, i.e. pinned by running sequences.
+  int32_t num_used_blocks() const { return num_blocks - num_free_blocks - num_evictable_blocks; }
+  double usage() const {
+    return num_blocks > 0 ? static_cast<double>(num_used_blocks()) / num_blocks : 0.0;
+  }
+};
+
 template <class K>
 concept KVStore = requires(K& kv, const K& const_kv, SeqId seq, std::span<const TokenId> tokens,
-                           int32_t num_tokens) {
+                           std::string_view cache_namespace, int32_t num_tokens,
+                           std::vector<BlockCopy>& copies) {
   { const_kv.block_size() } -> std::convertible_to<int32_t>;
   { const_kv.num_blocks() } -> std::convertible_to<int32_t>;
   { const_kv.num_free_blocks() } -> std::convertible_to<int32_t>;
-  { kv.match_prefix(seq, tokens) } -> std::convertible_to<int32_t>;
+  { const_kv.num_available_blocks() } -> std::convertible_to<int32_t>;
+  { const_kv.contains(seq) } -> std::same_as<bool>;
+  { kv.match_prefix(seq, tokens, cache_namespace) } -> std::convertible_to<int32_t>;
+  { const_kv.peek_prefix(tokens, cache_namespace) } -> std::convertible_to<int32_t>;
   { const_kv.can_append(seq, num_tokens) } -> std::same_as<bool>;
-  { kv.append(seq, num_tokens) } -> std::same_as<Status>;
+  { kv.append(seq, num_tokens, copies) } -> std::same_as<Status>;
+  { kv.fork(seq, seq) } -> std::same_as<Status>;
+  { kv.commit(seq, tokens) };
+  { kv.truncate(seq, num_tokens) } -> std::convertible_to<int32_t>;
   { kv.release(seq, tokens) };
+  { kv.free(seq) };
   { const_kv.block_table(seq) } -> std::convertible_to<std::span<const BlockId>>;
+  { const_kv.num_tokens(seq) } -> std::convertible_to<int32_t>;
+  { const_kv.stats() } -> std::same_as<KVStats>;
+  { const_kv.validate() } -> std::same_as<Status>;
 };
+
+// How many blocks of `block_size` tokens fit in `budget_bytes` when one token's K and V (all layers)
+// take `kv_bytes_per_token` bytes. 0 when not even one fits.
+int32_t kv_blocks_for_budget(uint64_t budget_bytes, uint64_t kv_bytes_per_token, int32_t block_size);
 
 }  // namespace llaisys

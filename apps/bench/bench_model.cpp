@@ -1,0 +1,224 @@
+// `llaisys-bench model`: decode and prefill speed of a model through the whole plugin stack, judged
+// against the memory copy bandwidth measured in the same run, plus peak memory against the weights.
+//
+// Reports, in one run: copy bandwidth (bytes read + written per second), single-sequence decode
+// tokens/s and decode efficiency = weight bytes read per token x tokens/s / copy bandwidth, prefill
+// tokens/s for one long prompt, and peak RSS / weight bytes. Without --model it generates the
+// requested shape with llaisys-mkmodel's library into --cache-dir (once).
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "cpu/cpu_isa.hpp"
+#include "llaisys/model/registry.hpp"
+#include "model_writer.hpp"
+
+namespace llaisys::bench {
+namespace fs = std::filesystem;
+namespace {
+
+struct ModelBenchOptions {
+  std::string shape = "qwen2-0.5b";
+  std::string model_dir;           // empty: generate `shape` into cache_dir
+  std::string cache_dir = "models";
+  std::string plugin_dir;
+  std::string options_json = "{}";
+  int32_t threads = 2;
+  int32_t prompt_tokens = 512;
+  int32_t decode_tokens = 128;
+  int32_t decode_prompt_tokens = 16;
+  int32_t copy_mib = 512;
+};
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Peak resident set of this process in bytes (VmHWM), resettable through /proc/self/clear_refs.
+uint64_t peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+}
+bool reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  return static_cast<bool>(clear);
+}
+
+std::string cpu_model_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+uint64_t safetensors_bytes(const fs::path& dir) {
+  uint64_t total = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".safetensors") total += entry.file_size();
+  }
+  return total;
+}
+
+// One sequence's pass over `tokens` at positions [start, ...), logits of the last token into `logits`.
+Status run_pass(AnyModel& model, std::span<const TokenId> tokens, int32_t start, std::span<const BlockId> table,
+                std::vector<float>& logits) {
+  std::vector<int32_t> positions(tokens.size()), seqs(tokens.size(), 0);
+  std::iota(positions.begin(), positions.end(), start);
+  const BlockId* tables[] = {table.data()};
+  const int32_t lens[] = {static_cast<int32_t>(table.size())};
+  const int32_t last[] = {static_cast<int32_t>(tokens.size()) - 1};
+  return model.forward({.token_ids = tokens,
+                        .positions = positions,
+                        .seq_indices = seqs,
+                        .block_tables = tables,
+                        .block_table_lens = lens,
+                        .output_token_indices = last,
+                        .output_kind = OutputKind::logits},
+                       logits);
+}
+
+int run_model_bench(const ModelBenchOptions& o) {
+  // The model: given, or generated once into the cache.
+  fs::path model_dir = o.model_dir;
+  if (model_dir.empty()) {
+    const auto shape = mkmodel::find_shape(o.shape);
+    if (!shape) {
+      fmt::print(stderr, "error: unknown shape '{}'\n", o.shape);
+      return 2;
+    }
+    model_dir = fs::path(o.cache_dir) / fmt::format("bench-{}", o.shape);
+    if (!fs::exists(model_dir / "config.json")) {
+      fmt::print(stderr, "generating the {} model in {} ...\n", o.shape, model_dir.string());
+      const Status s = mkmodel::write_model(model_dir, {.shape = *shape, .seed = 0, .num_shards = 1, .tokenizer_dir = {}});
+      if (!s.ok()) {
+        fmt::print(stderr, "error: {}\n", s.message());
+        return 1;
+      }
+    }
+  }
+
+  // The reference: copy bandwidth with the same number of threads, measured first.
+  const double copy_bandwidth = measure_copy_bandwidth(static_cast<std::size_t>(o.copy_mib) << 20, 5, o.threads);
+
+  const bool peak_reset = reset_peak_rss();
+  PluginRegistry registry;
+  registry.load_directory(o.plugin_dir.empty() ? default_plugin_dir() : fs::path(o.plugin_dir));
+  auto opened = registry.open_model({.model_dir = model_dir, .num_threads = o.threads, .options_json = o.options_json});
+  if (!opened.ok()) {
+    fmt::print(stderr, "error: {}\n", opened.status().message());
+    return 1;
+  }
+  AnyModel& model = opened.value();
+  const ModelInfo& info = model.info();
+  constexpr int32_t kBlockSize = 16;
+  const int32_t context = std::max(o.prompt_tokens, o.decode_prompt_tokens + o.decode_tokens) + kBlockSize;
+  const int32_t num_blocks = (context + kBlockSize - 1) / kBlockSize;
+  if (Status s = model.init_kv_cache({.num_blocks = num_blocks, .block_size = kBlockSize}); !s.ok()) {
+    fmt::print(stderr, "error: {}\n", s.message());
+    return 1;
+  }
+  std::vector<BlockId> table(static_cast<std::size_t>(num_blocks));
+  std::iota(table.begin(), table.end(), 0);
+  std::vector<float> logits(static_cast<std::size_t>(info.vocab_size));
+  std::vector<TokenId> prompt(static_cast<std::size_t>(o.prompt_tokens));
+  for (std::size_t i = 0; i < prompt.size(); ++i) {
+    prompt[i] = static_cast<TokenId>((i * 7919 + 13) % static_cast<std::size_t>(std::min(info.vocab_size, 150000)));
+  }
+  auto check = [](const Status& s) {
+    if (!s.ok()) throw std::runtime_error(s.message());
+  };
+
+  // Warm-up: one pass touches every weight page (page faults stay out of the timings).
+  check(run_pass(model, std::span(prompt).first(static_cast<std::size_t>(o.decode_prompt_tokens)), 0, table, logits));
+
+  // Decode: a short prompt, then one token per pass, each chosen greedily.
+  check(run_pass(model, std::span(prompt).first(static_cast<std::size_t>(o.decode_prompt_tokens)), 0, table, logits));
+  const auto decode_start = Clock::now();
+  for (int32_t i = 0; i < o.decode_tokens; ++i) {
+    const TokenId next = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const TokenId tokens[] = {next};
+    check(run_pass(model, tokens, o.decode_prompt_tokens + i, table, logits));
+  }
+  const double decode_seconds = seconds_since(decode_start);
+  const double decode_tps = o.decode_tokens / decode_seconds;
+  const double efficiency = static_cast<double>(info.weight_bytes) * decode_tps / copy_bandwidth;
+
+  // Prefill: the whole prompt in one pass, best of two.
+  double prefill_seconds = 1e30;
+  for (int run = 0; run < 2; ++run) {
+    const auto start = Clock::now();
+    check(run_pass(model, prompt, 0, table, logits));
+    prefill_seconds = std::min(prefill_seconds, seconds_since(start));
+  }
+  const double prefill_tps = o.prompt_tokens / prefill_seconds;
+
+  const uint64_t weights = safetensors_bytes(model_dir);
+  const uint64_t peak = peak_rss_bytes();
+  const double rss_ratio = static_cast<double>(peak) / static_cast<double>(weights);
+
+  fmt::print("model:      {} ({}), {} threads, isa {}, options {}\n", model_dir.string(), info.architecture, o.threads,
+             cpu::to_string(cpu::detect_isa()), o.options_json);
+  fmt::print("cpu:        {} ({} cpus available; avx512_bf16 {}, amx {})\n", cpu_model_name(),
+             std::thread::hardware_concurrency(), cpu::cpu_has_avx512_bf16() ? "yes" : "no",
+             cpu::cpu_has_amx() ? "yes" : "no");
+  fmt::print("copy:       {:.2f} GB/s (memcpy of {} MiB, {} threads, read + written)\n", copy_bandwidth / 1e9, o.copy_mib,
+             o.threads);
+  fmt::print("decode:     {:.2f} tokens/s ({} tokens after a {}-token prompt), {:.1f} MB of weights per token\n",
+             decode_tps, o.decode_tokens, o.decode_prompt_tokens, static_cast<double>(info.weight_bytes) / 1e6);
+  fmt::print("efficiency: {:.3f} (weight bytes per token x tokens/s / copy bandwidth = {:.2f} GB/s / {:.2f} GB/s)\n",
+             efficiency, static_cast<double>(info.weight_bytes) * decode_tps / 1e9, copy_bandwidth / 1e9);
+  fmt::print("prefill:    {:.1f} tokens/s ({}-token prompt in {:.3f} s)\n", prefill_tps, o.prompt_tokens,
+             prefill_seconds);
+  fmt::print("memory:     peak RSS {:.1f} MB = {:.3f} x the {:.1f} MB of weights{}\n", static_cast<double>(peak) / 1e6,
+             rss_ratio, static_cast<double>(weights) / 1e6, peak_reset ? "" : " (peak includes the copy benchmark)");
+  fmt::print("targets:    efficiency >= 0.9 {}, prefill >= 200 tokens/s {}, peak RSS <= 1.3 x weights {}\n",
+             efficiency >= 0.9 ? "MET" : "MISSED", prefill_tps >= 200 ? "MET" : "MISSED",
+             rss_ratio <= 1.3 ? "MET" : "MISSED");
+  return 0;
+}
+
+}  // namespace
+
+void add_model_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ModelBenchOptions>();
+  CLI::App* cmd = app.add_subcommand("model", "decode / prefill tokens/s, decode efficiency and peak memory of a model");
+  cmd->add_option("--shape", o->shape, "model shape to generate when --model is not given")->capture_default_str();
+  cmd->add_option("--model", o->model_dir, "an existing model directory instead");
+  cmd->add_option("--cache-dir", o->cache_dir, "where generated models are kept")->capture_default_str();
+  cmd->add_option("--plugin-dir", o->plugin_dir, "directory of model plugins (default: next to the executable)");
+  cmd->add_option("--options", o->options_json, "model options (JSON)")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "compute threads (also used for the copy reference)")->capture_default_str();
+  cmd->add_option("--prompt-tokens", o->prompt_tokens, "prefill prompt length")->capture_default_str();
+  cmd->add_option("--decode-tokens", o->decode_tokens, "decoded tokens timed")->capture_default_str();
+  cmd->add_option("--copy-mib", o->copy_mib, "memcpy buffer size for the bandwidth reference")->capture_default_str();
+  cmd->callback([o, &exit_code] {
+    try {
+      exit_code = run_model_bench(*o);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "error: {}\n", e.what());
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace llaisys::bench

@@ -1,0 +1,59 @@
+// llaisys-mkmodel: writes a Qwen2 model directory with deterministic random weights
+// (tests/data/tiny-qwen2/WEIGHTS.md), for tests, benchmarks and the demo run. See README.md.
+//
+//   llaisys-mkmodel [--shape tiny|qwen2-0.5b|qwen2-7b] [--seed N] [--shards N] OUT_DIR
+
+#include <chrono>
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "app_log.hpp"
+#include "model_writer.hpp"
+
+int main(int argc, char** argv) {
+  using namespace llaisys::mkmodel;
+  CLI::App app{"llaisys-mkmodel: write a Qwen2 model directory with deterministic random weights"};
+  std::string shape_name = "tiny";
+  uint64_t seed = 0;
+  int32_t shards = 1;
+  std::string out_dir;
+  std::string tokenizer_dir = default_tokenizer_dir().string();
+  bool no_tokenizer = false;
+  bool force = false;
+  app.add_option("--shape", shape_name, "model shape")
+      ->check(CLI::IsMember(shape_names()))
+      ->capture_default_str();
+  app.add_option("--seed", seed, "seed mixed into every tensor's values")->capture_default_str();
+  app.add_option("--shards", shards, "number of safetensors files (>1 adds model.safetensors.index.json)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--tokenizer-dir", tokenizer_dir, "where tokenizer.json and tokenizer_config.json come from")
+      ->capture_default_str();
+  app.add_flag("--no-tokenizer", no_tokenizer, "write no tokenizer files");
+  app.add_flag("--force", force, "replace OUT_DIR if it exists");
+  app.add_option("OUT_DIR", out_dir, "model directory to create")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  llaisys::app::init_logging("warn");
+  const auto shape = find_shape(shape_name);
+  const auto start = std::chrono::steady_clock::now();
+  const llaisys::Status status =
+      write_model(out_dir, {.shape = *shape,
+                            .seed = seed,
+                            .num_shards = shards,
+                            .tokenizer_dir = no_tokenizer ? std::filesystem::path() : std::filesystem::path(tokenizer_dir),
+                            .overwrite = force});
+  if (!status.ok()) {
+    fmt::print(stderr, "llaisys-mkmodel: error: {}\n", status.message());
+    return 1;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print(stderr, "llaisys-mkmodel: wrote {} ({} shape, seed {}, {} shard(s)) in {:.1f} s\n", out_dir, shape_name,
+             seed, shards, seconds);
+  return 0;
+}

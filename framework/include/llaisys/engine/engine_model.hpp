@@ -1,0 +1,51 @@
+#pragma once
+// EngineModel: owns any llaisys::Model (AnyModel from a plugin, an in-process model, a test double)
+// behind one type, so the engine is compiled once and takes whatever satisfies the concept.
+//
+//   EngineModel model(std::move(any_model));   // AnyModel from PluginRegistry::open_model
+//
+// The engine thread is the only user (the Model contract: one thread at a time).
+
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include "llaisys/model/model.hpp"
+
+namespace llaisys {
+
+class EngineModel {
+ public:
+  template <Model M>
+    requires(!std::is_same_v<std::remove_cvref_t<M>, EngineModel>)
+  explicit EngineModel(M model) : impl_(std::make_unique<Holder<M>>(std::move(model))) {}
+
+  const ModelInfo& info() const { return impl_->info(); }
+  Status init_kv_cache(const KvCacheConfig& config) { return impl_->init_kv_cache(config); }
+  Status forward(const ForwardBatch& batch, std::span<float> out) { return impl_->forward(batch, out); }
+  Status copy_blocks(std::span<const BlockCopy> copies) { return impl_->copy_blocks(copies); }
+
+ private:
+  struct Concept {
+    virtual ~Concept() = default;
+    virtual const ModelInfo& info() const = 0;
+    virtual Status init_kv_cache(const KvCacheConfig& config) = 0;
+    virtual Status forward(const ForwardBatch& batch, std::span<float> out) = 0;
+    virtual Status copy_blocks(std::span<const BlockCopy> copies) = 0;
+  };
+  template <class M>
+  struct Holder final : Concept {
+    explicit Holder(M m) : model(std::move(m)) {}
+    const ModelInfo& info() const override { return model.info(); }
+    Status init_kv_cache(const KvCacheConfig& config) override { return model.init_kv_cache(config); }
+    Status forward(const ForwardBatch& batch, std::span<float> out) override { return model.forward(batch, out); }
+    Status copy_blocks(std::span<const BlockCopy> copies) override { return model.copy_blocks(copies); }
+    M model;
+  };
+  std::unique_ptr<Concept> impl_;
+};
+
+static_assert(Model<EngineModel>);
+
+}  // namespace llaisys

@@ -1,0 +1,82 @@
+#pragma once
+// PagedKVStore: the KVStore of the engine: a BlockPool, per-sequence block tables, and (optionally)
+// a RadixCache over computed blocks. See kv_store.hpp for the contract it satisfies.
+//
+// A sequence's table is [cached prefix | private blocks]: the first num_cached_blocks entries are
+// the blocks of the radix path it locks (shared, read-only, full); the rest are its own, possibly
+// shared with forked siblings (ref counts), of which only the last may be partially filled.
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "llaisys/kv/block_pool.hpp"
+#include "llaisys/kv/kv_store.hpp"
+#include "llaisys/kv/radix_cache.hpp"
+
+namespace llaisys {
+
+struct KVStoreConfig {
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;
+  bool enable_prefix_cache = true;
+};
+
+class PagedKVStore {
+ public:
+  // Fails (invalid_argument) unless num_blocks > 0 and block_size > 0.
+  static Result<std::unique_ptr<PagedKVStore>> create(const KVStoreConfig& config);
+  explicit PagedKVStore(const KVStoreConfig& config);  // prefer create(): this one trusts config
+
+  int32_t block_size() const { return config_.block_size; }
+  int32_t num_blocks() const { return pool_->num_blocks(); }
+  int32_t num_free_blocks() const { return pool_->num_free(); }
+  int32_t num_available_blocks() const;  // free + evictable
+  bool prefix_cache_enabled() const { return cache_ != nullptr; }
+  // Blocks needed to hold n slots.
+  int32_t blocks_for(int32_t num_tokens) const;
+
+  bool contains(SeqId seq) const { return seqs_.contains(seq); }
+  int32_t match_prefix(SeqId seq, std::span<const TokenId> tokens, std::string_view cache_namespace);
+  int32_t peek_prefix(std::span<const TokenId> tokens, std::string_view cache_namespace) const;
+  // New blocks append(seq, n) would take, the copy-on-write block included.
+  int32_t blocks_needed(SeqId seq, int32_t num_tokens) const;
+  bool can_append(SeqId seq, int32_t num_tokens) const;
+  Status append(SeqId seq, int32_t num_tokens, std::vector<BlockCopy>& copies);
+  Status fork(SeqId parent, SeqId child);
+  void commit(SeqId seq, std::span<const TokenId> computed_tokens);
+  int32_t truncate(SeqId seq, int32_t num_tokens);
+  void release(SeqId seq, std::span<const TokenId> computed_tokens);
+  void free(SeqId seq);
+
+  std::span<const BlockId> block_table(SeqId seq) const;
+  int32_t num_tokens(SeqId seq) const;
+  // Slots covered by the sequence's cached (shared) prefix.
+  int32_t num_cached_tokens(SeqId seq) const;
+
+  KVStats stats() const;
+  Status validate() const;
+
+ private:
+  struct SeqBlocks {
+    std::vector<BlockId> blocks;
+    int32_t num_tokens = 0;
+    int32_t num_cached_blocks = 0;
+    RadixNode* node = nullptr;  // deepest locked radix node (nullptr without a cache)
+  };
+  SeqBlocks* find(SeqId seq);
+  const SeqBlocks* find(SeqId seq) const;
+  // Takes n fresh blocks, evicting cached ones if needed; false when even that is not enough.
+  bool take_blocks(int32_t n, std::vector<BlockId>& out);
+
+  KVStoreConfig config_;
+  std::unique_ptr<BlockPool> pool_;    // on the heap: cache_ refers to it, moves keep it in place
+  std::unique_ptr<RadixCache> cache_;
+  std::unordered_map<SeqId, SeqBlocks> seqs_;
+  int64_t num_evicted_blocks_ = 0;
+};
+
+static_assert(KVStore<PagedKVStore>);
+
+}  // namespace llaisys

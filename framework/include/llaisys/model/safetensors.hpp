@@ -1,0 +1,125 @@
+#pragma once
+// Safetensors model files: strict parsing, memory mapping, single-file and sharded directories.
+//
+// File layout: [u64 little-endian header length N][N bytes of JSON header][data section]. The header
+// maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (byte offsets inside the
+// data section) and may hold a "__metadata__" object of strings.
+//
+// Contract: no input crashes anything or makes it read outside the file. Each way a file can be wrong
+// is its own error, and the message names the file (and the tensor) and contains these words:
+//
+// | what is wrong                                        | code          | message contains              |
+// | ---------------------------------------------------- | ------------- | ----------------------------- |
+// | file shorter than the 8-byte length prefix           | parse_error   | `too short`                   |
+// | header length over kMaxSafetensorsHeaderBytes        | parse_error   | `exceeds the cap`             |
+// | header length beyond the end of the file             | parse_error   | `beyond the end of the file`  |
+// | header is not valid JSON / not an object             | parse_error   | `invalid JSON header`         |
+// | a key twice in one JSON object                       | parse_error   | `duplicate tensor name` (top level), `duplicate key` (inside) |
+// | entry not {dtype, shape, data_offsets} of the right types | parse_error | `malformed entry`       |
+// | dtype not one llaisys reads (BF16, F16, F32, ...)    | unsupported   | `unknown dtype`               |
+// | shape x dtype size overflows, or != end - begin      | parse_error   | `does not match its byte range` / `overflows` |
+// | data_offsets end < begin, or end past the data       | parse_error   | `out of range`                |
+// | two tensors share bytes                              | parse_error   | `overlap`                     |
+// | unused bytes between tensors or before the first     | parse_error   | `gap`                         |
+// | unused bytes after the last tensor                   | parse_error   | `trailing bytes`              |
+// | (WeightStore) a tensor the model needs is absent     | not_found     | `missing tensor`              |
+// | (WeightStore) a tensor's shape disagrees with config | invalid_argument | `wrong shape`              |
+// | (WeightStore) index.json inconsistent with shards    | parse_error   | `index`                       |
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "llaisys/core/memory.hpp"
+#include "llaisys/core/status.hpp"
+#include "llaisys/core/tensor.hpp"
+
+namespace llaisys {
+
+// The safetensors reference implementation refuses headers over 100 MB; so do we.
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+
+struct SafetensorsTensor {
+  std::string name;
+  DType dtype = DType::f32;
+  Shape shape;
+  uint64_t data_begin = 0;  // byte offsets inside the data section, [begin, end)
+  uint64_t data_end = 0;
+};
+
+struct SafetensorsHeader {
+  uint64_t data_offset = 0;                 // where the data section starts in the file (8 + N)
+  std::vector<SafetensorsTensor> tensors;   // in data order
+  std::vector<std::pair<std::string, std::string>> metadata;
+};
+
+// Validates a whole file image (every rule in the table above except the WeightStore ones) and
+// returns its tensors. `source` names the file in messages. Reads nothing outside `file`.
+Result<SafetensorsHeader> parse_safetensors(std::span<const std::byte> file, std::string_view source);
+
+// A read-only, private memory map of a whole file. Empty files map to an empty span.
+class MappedFile {
+ public:
+  static Result<MappedFile> open(const std::filesystem::path& path);
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  const std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::filesystem::path path_;
+};
+
+// Every tensor of a Hugging Face model directory: `model.safetensors`, or else the shards named by
+// `model.safetensors.index.json` (its "weight_map" must list exactly the tensors each shard holds).
+// Tensors are views into the mapped files (read-only memory: never write through them); the store
+// must outlive them. A tensor whose bytes are not aligned to its element size is copied once into
+// aligned memory, in its own dtype.
+class WeightStore {
+ public:
+  static Result<WeightStore> open(const std::filesystem::path& model_dir);
+
+  WeightStore() = default;
+  WeightStore(WeightStore&&) noexcept = default;
+  WeightStore& operator=(WeightStore&&) noexcept = default;
+
+  bool contains(std::string_view name) const;
+  // The tensor `name`, or a `missing tensor` error.
+  Result<TensorView> find(std::string_view name) const;
+  // The tensor `name` with exactly `shape` and a floating dtype (BF16, F16, F32): `missing tensor`
+  // or `wrong shape` errors otherwise.
+  Result<TensorView> require(std::string_view name, const Shape& shape) const;
+
+  std::vector<std::string> names() const;  // sorted
+  std::size_t num_tensors() const { return index_.size(); }
+  std::size_t num_files() const { return files_.size(); }
+  uint64_t total_tensor_bytes() const { return total_bytes_; }
+
+ private:
+  struct Location {
+    TensorView view;
+    std::size_t file = 0;
+  };
+  std::vector<MappedFile> files_;
+  std::vector<AlignedBuffer> realigned_;  // copies of misaligned tensors
+  std::unordered_map<std::string, Location> index_;
+  uint64_t total_bytes_ = 0;
+
+  Status add_file(MappedFile file, const std::vector<std::string>* expected_names);
+};
+
+}  // namespace llaisys

@@ -1,0 +1,142 @@
+#pragma once
+// BatchScheduler: continuous batching over a PagedKVStore (see scheduler.hpp for the contract).
+//
+// Policy, each step, under max_num_batched_tokens and max_num_seqs:
+//  1. Running sequences, oldest first: decodes (one token left to compute) before prefills that
+//     are still in progress, each prefill taking as large a chunk as the remaining budget allows. A
+//     long prompt therefore never stalls running streams: they are served first, it gets the rest.
+//  2. When a running sequence needs blocks that are not there, the newest running sequence not yet
+//     scheduled this step is preempted (KV released, back at the head of the queue, recomputed
+//     later, mostly from the prefix cache); if there is none, the sequence itself is.
+//  3. If nobody was preempted, waiting sequences are admitted first-come first-served: the prefix
+//     cache is matched first (those tokens cost neither budget nor blocks), then a chunk of the rest
+//     is scheduled. The queue head blocks the queue (no overtaking) when it does not fit.
+// A request with n > 1 choices prefills once (choice 0); when its prompt is complete the other
+// choices fork from it, sharing its blocks copy-on-write, and sample from the same logits row.
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "llaisys/kv/paged_kv_store.hpp"
+#include "llaisys/scheduler/scheduler.hpp"
+
+namespace llaisys {
+
+struct SchedulerConfig {
+  int32_t max_num_seqs = 64;              // running sequences (pending forks count)
+  int32_t max_num_batched_tokens = 2048;  // tokens per forward pass
+  int32_t max_context = 4096;             // positions per sequence
+};
+
+struct SchedulerRequest {
+  RequestId id = -1;
+  std::vector<TokenId> prompt;
+  int32_t n = 1;                          // choices sharing the prompt
+  std::string cache_namespace;            // prefix-cache key space (model, adapter, salt)
+  OutputKind output_kind = OutputKind::logits;
+  bool use_prefix_cache = true;           // false when every prompt position must be computed
+};
+
+// One sequence's share of a step.
+struct ScheduledChunk {
+  SeqId seq = -1;
+  RequestId request_id = -1;
+  int32_t start_position = 0;             // tokens already in the KV cache
+  std::vector<TokenId> token_ids;         // [num_tokens] at positions start_position..
+  std::vector<BlockId> block_table;       // covers start_position + num_tokens slots
+  OutputKind output_kind = OutputKind::logits;
+  bool completes_sequence = false;        // the chunk ends at the sequence's last token
+  std::vector<SeqId> sample_for;          // who samples from this chunk's logits row (itself and
+                                          // the choices forking from it); empty: no output row
+  int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledChunk> chunks;     // decodes first, then prefill chunks
+  std::vector<BlockCopy> block_copies;    // apply (Model::copy_blocks) before the forward pass
+  std::vector<SeqId> preempted;
+  std::vector<FinishedSeq> finished;      // finished without running (ignored, capped)
+  int32_t num_batched_tokens = 0;
+  bool empty() const { return chunks.empty(); }
+};
+
+// The engine's verdict on one sequence after a step.
+struct SeqUpdate {
+  SeqId seq = -1;
+  std::optional<TokenId> token;           // the sampled token, if the chunk produced one
+  SeqStatus finish = SeqStatus::running;  // a finished_* status ends the sequence
+};
+
+struct StepResult {
+  std::vector<SeqUpdate> updates;
+};
+
+struct SchedulerStats {
+  int32_t num_waiting = 0;                // sequences, preempted ones included
+  int32_t num_running = 0;
+  int64_t num_preemptions = 0;
+  int64_t prefix_query_tokens = 0;        // prompt tokens looked up at admission
+  int64_t prefix_hit_tokens = 0;          // of which found in the prefix cache
+  KVStats kv;
+  double prefix_hit_rate() const {
+    return prefix_query_tokens > 0
+               ? static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_query_tokens)
+               : 0.0;
+  }
+};
+
+class BatchScheduler {
+ public:
+  using Request = SchedulerRequest;
+  using Output = SchedulerOutput;
+  using StepResult = llaisys::StepResult;
+
+  BatchScheduler(const SchedulerConfig& config, const KVStoreConfig& kv_config);
+
+  Result<std::vector<SeqId>> add(SchedulerRequest request);
+  SchedulerOutput schedule();
+  void update(const StepResult& result);
+  void fail_step();
+  // Finishes every unfinished sequence of the request with `status` and frees its KV now.
+  std::vector<FinishedSeq> finish_request(RequestId id, SeqStatus status, std::string detail);
+
+  bool has_unfinished() const { return !sequences_.empty(); }
+  std::size_t num_waiting() const;
+  std::size_t num_running() const { return running_.size(); }
+  // The longest a sequence may grow: the context or the KV pool, whichever is smaller.
+  int32_t max_sequence_tokens() const;
+  const Sequence* sequence(SeqId seq) const;
+  SchedulerStats stats() const;
+  const PagedKVStore& kv() const { return kv_; }
+
+ private:
+  Sequence& seq(SeqId id) { return sequences_.at(id); }
+  int32_t running_seats() const;
+  std::optional<std::string> unrunnable_reason(const Sequence& s) const;
+  bool schedule_running(SchedulerOutput& out, int32_t& budget);
+  void schedule_waiting(SchedulerOutput& out, int32_t& budget);
+  void add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_tokens);
+  void preempt(Sequence& s, SchedulerOutput& out);
+  void finish(Sequence& s, SeqStatus status, std::string detail, std::vector<FinishedSeq>* report);
+
+  SchedulerConfig config_;
+  PagedKVStore kv_;
+  std::unordered_map<SeqId, Sequence> sequences_;            // unfinished sequences only
+  std::unordered_map<RequestId, std::vector<SeqId>> requests_;
+  std::deque<SeqId> waiting_;                                // choice 0s (and forked choices) queued
+  std::vector<SeqId> running_;                               // in admission order
+  std::vector<FinishedSeq> finished_before_running_;         // reported by the next schedule()
+  std::vector<std::pair<SeqId, int32_t>> in_flight_;         // chunks of the last schedule()
+  SeqId next_seq_id_ = 1;
+  int64_t num_preemptions_ = 0;
+  int64_t prefix_query_tokens_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
+};
+
+static_assert(Scheduler<BatchScheduler>);
+
+}  // namespace llaisys

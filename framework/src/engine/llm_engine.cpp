@@ -1,0 +1,228 @@
+#include "llaisys/engine/llm_engine.hpp"
+
+#include <algorithm>
+#include <random>
+
+#include "llaisys/core/log.hpp"
+#include "model_runner.hpp"
+#include "output_processor.hpp"
+
+namespace llaisys {
+
+std::string_view to_string(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::abort: return "abort";
+    case FinishReason::error: return "error";
+    case FinishReason::ignored: return "ignored";
+  }
+  return "error";
+}
+
+struct LLMEngine::State {
+  engine_detail::ModelRunner runner;
+  BatchScheduler scheduler;
+  engine_detail::OutputProcessor outputs;
+  std::shared_ptr<const text::Tokenizer> tokenizer;
+  EngineConfig config;
+  RequestId next_request_id = 1;
+  int64_t num_steps = 0;
+  int64_t num_failed_steps = 0;
+  int64_t num_computed_tokens = 0;
+};
+
+namespace {
+
+Status check_prompt(std::span<const TokenId> prompt, int32_t vocab_size) {
+  if (prompt.empty()) return Status(ErrorCode::invalid_argument, "the prompt is empty");
+  for (TokenId id : prompt) {
+    if (id < 0 || id >= vocab_size) {
+      return make_error(ErrorCode::invalid_argument, "prompt token {} is outside the vocabulary of {}", id,
+                        vocab_size);
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LLMEngine>> LLMEngine::create(EngineModel model, const EngineConfig& config,
+                                                     std::shared_ptr<const text::Tokenizer> tokenizer) {
+  const ModelInfo info = model.info();
+  if (config.block_size <= 0 || config.max_num_seqs <= 0 || config.max_num_batched_tokens <= 0) {
+    return Status(ErrorCode::invalid_argument,
+                  "block_size, max_num_seqs and max_num_batched_tokens must be positive");
+  }
+  const int32_t max_context = config.max_context > 0 ? std::min(config.max_context, info.max_context)
+                                                     : info.max_context;
+  int32_t num_blocks = config.num_kv_blocks;
+  if (num_blocks <= 0) {
+    num_blocks = kv_blocks_for_budget(config.kv_cache_bytes, info.kv_bytes_per_token, config.block_size);
+    const int64_t blocks_per_context = (max_context + config.block_size - 1) / config.block_size;
+    num_blocks = static_cast<int32_t>(std::min<int64_t>(num_blocks, blocks_per_context * config.max_num_seqs));
+  }
+  if (num_blocks <= 0) {
+    return make_error(ErrorCode::resource_exhausted,
+                      "a KV budget of {} bytes holds no block of {} tokens at {} bytes per token",
+                      config.kv_cache_bytes, config.block_size, info.kv_bytes_per_token);
+  }
+  const KvCacheConfig kv{.num_blocks = num_blocks, .block_size = config.block_size};
+  LLAISYS_RETURN_IF_ERROR(model.init_kv_cache(kv).with_context("allocating the KV cache"));
+  log::debug("engine: {} KV blocks of {} tokens ({} MiB), context {}, prefix cache {}", num_blocks,
+            config.block_size, static_cast<uint64_t>(num_blocks) * config.block_size * info.kv_bytes_per_token >> 20,
+            max_context, config.enable_prefix_cache ? "on" : "off");
+  const uint64_t seed = config.seed.value_or((static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
+  BatchScheduler scheduler({.max_num_seqs = config.max_num_seqs,
+                            .max_num_batched_tokens = config.max_num_batched_tokens,
+                            .max_context = max_context},
+                           {.num_blocks = num_blocks,
+                            .block_size = config.block_size,
+                            .enable_prefix_cache = config.enable_prefix_cache});
+  const int32_t max_sequence_tokens = scheduler.max_sequence_tokens();
+  auto state = std::make_unique<State>(State{
+      .runner = engine_detail::ModelRunner(std::move(model)),
+      .scheduler = std::move(scheduler),
+      .outputs = engine_detail::OutputProcessor(info, tokenizer, max_sequence_tokens, seed),
+      .tokenizer = tokenizer,
+      .config = config});
+  return std::unique_ptr<LLMEngine>(new LLMEngine(std::move(state)));
+}
+
+LLMEngine::LLMEngine(std::unique_ptr<State> state) : state_(std::move(state)) {}
+LLMEngine::~LLMEngine() = default;
+
+const ModelInfo& LLMEngine::model_info() const { return state_->runner.info(); }
+int32_t LLMEngine::max_sequence_tokens() const { return state_->scheduler.max_sequence_tokens(); }
+const std::shared_ptr<const text::Tokenizer>& LLMEngine::tokenizer() const { return state_->tokenizer; }
+bool LLMEngine::has_unfinished() const { return !state_->outputs.empty(); }
+
+Status LLMEngine::validate(const GenerateRequest& request) const {
+  const int32_t vocab = model_info().vocab_size;
+  LLAISYS_RETURN_IF_ERROR(check_prompt(request.prompt_ids, vocab));
+  LLAISYS_RETURN_IF_ERROR(request.sampling.validate(vocab));
+  const int32_t max_n = std::min(kMaxChoices, state_->config.max_num_seqs);
+  if (request.n < 1 || request.n > max_n) {
+    return make_error(ErrorCode::invalid_argument, "n must be in [1, {}], got {}", max_n, request.n);
+  }
+  const StopConditions& stop = request.stop;
+  if (stop.max_tokens && *stop.max_tokens < 0) {
+    return make_error(ErrorCode::invalid_argument, "max_tokens must be >= 0, got {}", *stop.max_tokens);
+  }
+  if (stop.min_tokens < 0 || (stop.max_tokens && stop.min_tokens > *stop.max_tokens)) {
+    return make_error(ErrorCode::invalid_argument, "min_tokens must be in [0, max_tokens], got {}", stop.min_tokens);
+  }
+  for (TokenId id : stop.stop_token_ids) {
+    if (id < 0 || id >= vocab) {
+      return make_error(ErrorCode::invalid_argument, "stop token {} is outside the vocabulary of {}", id, vocab);
+    }
+  }
+  if (!stop.stop.empty() && !state_->tokenizer) {
+    return Status(ErrorCode::invalid_argument, "stop strings need a model with a tokenizer");
+  }
+  return Status();
+}
+
+Status LLMEngine::validate(const EmbedRequest& request) const {
+  return check_prompt(request.prompt_ids, model_info().vocab_size);
+}
+
+Result<RequestId> LLMEngine::submit(GenerateRequest request) {
+  while (state_->outputs.contains(state_->next_request_id)) ++state_->next_request_id;
+  const RequestId id = state_->next_request_id++;
+  LLAISYS_RETURN_IF_ERROR(add_request(id, std::move(request)));
+  return id;
+}
+
+Status LLMEngine::add_request(RequestId id, GenerateRequest request, TimePoint arrival) {
+  LLAISYS_RETURN_IF_ERROR(validate(request));
+  if (state_->outputs.contains(id)) {
+    return make_error(ErrorCode::invalid_argument, "request id {} is already in use", id);
+  }
+  LLAISYS_ASSIGN_OR_RETURN(std::vector<SeqId> seqs,
+                           state_->scheduler.add({.id = id,
+                                                  .prompt = request.prompt_ids,
+                                                  .n = request.n,
+                                                  .cache_namespace = state_->config.cache_namespace + '\x1f' + request.cache_salt}));
+  const bool nothing_to_generate = request.stop.max_tokens == 0;
+  state_->outputs.add_generate(id, std::move(request), seqs, arrival);
+  if (nothing_to_generate) {
+    std::vector<FinishedSeq> done = state_->scheduler.finish_request(id, SeqStatus::finished_length_capped, "");
+    state_->outputs.on_finished(done);
+  }
+  return Status();
+}
+
+Status LLMEngine::add_embedding(RequestId id, EmbedRequest request, TimePoint arrival) {
+  LLAISYS_RETURN_IF_ERROR(validate(request));
+  if (state_->outputs.contains(id)) {
+    return make_error(ErrorCode::invalid_argument, "request id {} is already in use", id);
+  }
+  LLAISYS_ASSIGN_OR_RETURN(std::vector<SeqId> seqs,
+                           state_->scheduler.add({.id = id,
+                                                  .prompt = request.prompt_ids,
+                                                  .cache_namespace = state_->config.cache_namespace + '\x1f' + request.cache_salt,
+                                                  .output_kind = OutputKind::hidden,
+                                                  .use_prefix_cache = request.pooling == Pooling::last}));
+  state_->outputs.add_embedding(id, std::move(request), seqs.front(), arrival);
+  return Status();
+}
+
+bool LLMEngine::abort(RequestId id) {
+  std::vector<FinishedSeq> done = state_->scheduler.finish_request(id, SeqStatus::finished_aborted, "aborted");
+  state_->outputs.on_finished(done);
+  return !done.empty();
+}
+
+void LLMEngine::fail_all(std::string_view reason) {
+  for (RequestId id : state_->outputs.unfinished_requests()) {
+    state_->outputs.on_finished(state_->scheduler.finish_request(id, SeqStatus::finished_error, std::string(reason)));
+    state_->outputs.finish_request(id, FinishReason::error, std::string(reason));
+  }
+}
+
+// One step: schedule -> run -> sample -> postprocess.
+std::vector<RequestOutput> LLMEngine::step() {
+  State& s = *state_;
+  SchedulerOutput plan = s.scheduler.schedule();
+  s.outputs.on_finished(plan.finished);
+  s.outputs.on_scheduled(plan, s.scheduler);
+  if (!plan.empty()) {
+    ++s.num_steps;
+    Result<const engine_detail::StepRows*> rows = s.runner.run(plan);
+    if (rows.ok()) {
+      s.num_computed_tokens += plan.num_batched_tokens;
+      s.scheduler.update(s.outputs.process(plan, *rows.value(), s.scheduler));
+    } else {
+      ++s.num_failed_steps;
+      log::error("engine: model pass failed, failing its {} sequences: {}", plan.chunks.size(),
+                 rows.status().message());
+      s.scheduler.fail_step();
+      for (const ScheduledChunk& chunk : plan.chunks) {
+        s.outputs.on_finished(
+            s.scheduler.finish_request(chunk.request_id, SeqStatus::finished_error, rows.status().message()));
+      }
+    }
+  }
+  return s.outputs.collect();
+}
+
+Status LLMEngine::check_kv_invariants() const { return state_->scheduler.kv().validate(); }
+
+EngineStats LLMEngine::stats() const {
+  const SchedulerStats scheduler = state_->scheduler.stats();
+  return {.num_unfinished_requests = static_cast<int32_t>(state_->outputs.unfinished_requests().size()),
+          .num_running_seqs = scheduler.num_running,
+          .num_waiting_seqs = scheduler.num_waiting,
+          .kv = scheduler.kv,
+          .prefix_query_tokens = scheduler.prefix_query_tokens,
+          .prefix_hit_tokens = scheduler.prefix_hit_tokens,
+          .num_preemptions = scheduler.num_preemptions,
+          .num_computed_tokens = state_->num_computed_tokens,
+          .num_generated_tokens = state_->outputs.num_generated_tokens(),
+          .num_steps = state_->num_steps,
+          .num_failed_steps = state_->num_failed_steps,
+          .num_finished = state_->outputs.num_finished()};
+}
+
+}  // namespace llaisys

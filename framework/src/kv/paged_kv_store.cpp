@@ -1,0 +1,250 @@
+#include "llaisys/kv/paged_kv_store.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <unordered_set>
+
+#include "llaisys/core/log.hpp"
+
+namespace llaisys {
+
+int32_t kv_blocks_for_budget(uint64_t budget_bytes, uint64_t kv_bytes_per_token, int32_t block_size) {
+  if (block_size <= 0) return 0;
+  const uint64_t per_block = std::max<uint64_t>(kv_bytes_per_token, 1) * static_cast<uint64_t>(block_size);
+  const uint64_t blocks = budget_bytes / per_block;
+  return static_cast<int32_t>(std::min<uint64_t>(blocks, 1u << 30));
+}
+
+Result<std::unique_ptr<PagedKVStore>> PagedKVStore::create(const KVStoreConfig& config) {
+  if (config.num_blocks <= 0 || config.block_size <= 0) {
+    return make_error(ErrorCode::invalid_argument,
+                      "the KV store needs at least one block of at least one token (got {} x {})",
+                      config.num_blocks, config.block_size);
+  }
+  return std::make_unique<PagedKVStore>(config);
+}
+
+PagedKVStore::PagedKVStore(const KVStoreConfig& config)
+    : config_(config), pool_(std::make_unique<BlockPool>(config.num_blocks)) {
+  if (config.enable_prefix_cache) cache_ = std::make_unique<RadixCache>(config.block_size, *pool_);
+}
+
+int32_t PagedKVStore::num_available_blocks() const {
+  return pool_->num_free() + (cache_ ? cache_->num_evictable_blocks() : 0);
+}
+
+int32_t PagedKVStore::blocks_for(int32_t num_tokens) const {
+  return (std::max(num_tokens, 0) + config_.block_size - 1) / config_.block_size;
+}
+
+PagedKVStore::SeqBlocks* PagedKVStore::find(SeqId seq) {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? nullptr : &it->second;
+}
+
+const PagedKVStore::SeqBlocks* PagedKVStore::find(SeqId seq) const {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? nullptr : &it->second;
+}
+
+int32_t PagedKVStore::match_prefix(SeqId seq, std::span<const TokenId> tokens,
+                                   std::string_view cache_namespace) {
+  if (seqs_.contains(seq)) {
+    assert(false && "match_prefix for a sequence that exists");
+    log::error("kv: match_prefix for existing sequence {}", seq);
+    return num_cached_tokens(seq);
+  }
+  SeqBlocks& s = seqs_[seq];
+  if (!cache_) return 0;
+  const int32_t max_blocks = std::max<int32_t>(static_cast<int32_t>(tokens.size()) - 1, 0) / block_size();
+  RadixCache::Match match = cache_->match(cache_namespace, tokens, max_blocks);
+  cache_->lock(match.node);
+  for (BlockId block : match.blocks) pool_->add_ref(block);
+  s.node = match.node;
+  s.blocks = std::move(match.blocks);
+  s.num_cached_blocks = static_cast<int32_t>(s.blocks.size());
+  s.num_tokens = s.num_cached_blocks * block_size();
+  return s.num_tokens;
+}
+
+int32_t PagedKVStore::peek_prefix(std::span<const TokenId> tokens, std::string_view cache_namespace) const {
+  if (!cache_) return 0;
+  const int32_t max_blocks = std::max<int32_t>(static_cast<int32_t>(tokens.size()) - 1, 0) / block_size();
+  return cache_->peek(cache_namespace, tokens, max_blocks) * block_size();
+}
+
+int32_t PagedKVStore::blocks_needed(SeqId seq, int32_t num_tokens) const {
+  const SeqBlocks* s = find(seq);
+  if (s == nullptr || num_tokens <= 0) return 0;
+  const int32_t grow = blocks_for(s->num_tokens + num_tokens) - static_cast<int32_t>(s->blocks.size());
+  const bool copy_on_write = s->num_tokens % block_size() != 0 &&
+                             pool_->ref_count(s->blocks[static_cast<std::size_t>(s->num_tokens / block_size())]) > 1;
+  return std::max(grow, 0) + (copy_on_write ? 1 : 0);
+}
+
+bool PagedKVStore::can_append(SeqId seq, int32_t num_tokens) const {
+  return contains(seq) && blocks_needed(seq, num_tokens) <= num_available_blocks();
+}
+
+bool PagedKVStore::take_blocks(int32_t n, std::vector<BlockId>& out) {
+  if (n > num_available_blocks()) return false;
+  if (n > pool_->num_free() && cache_) {
+    num_evicted_blocks_ += cache_->evict(n - pool_->num_free());
+  }
+  return pool_->allocate(n, out);
+}
+
+Status PagedKVStore::append(SeqId seq, int32_t num_tokens, std::vector<BlockCopy>& copies) {
+  SeqBlocks* s = find(seq);
+  if (s == nullptr) return make_error(ErrorCode::internal, "kv: append to unknown sequence {}", seq);
+  if (num_tokens < 0) return make_error(ErrorCode::internal, "kv: append of {} tokens", num_tokens);
+  if (num_tokens == 0) return Status();
+  const int32_t needed = blocks_needed(seq, num_tokens);
+  std::vector<BlockId> fresh;
+  if (!take_blocks(needed, fresh)) {
+    return make_error(ErrorCode::out_of_memory, "kv: {} more blocks needed, {} available", needed,
+                      num_available_blocks());
+  }
+  auto next = fresh.begin();
+  if (s->num_tokens % block_size() != 0) {
+    BlockId& last = s->blocks[static_cast<std::size_t>(s->num_tokens / block_size())];
+    if (pool_->ref_count(last) > 1) {  // shared with a sibling: copy before writing
+      copies.push_back({.src = last, .dst = *next});
+      pool_->release(last);
+      last = *next++;
+    }
+  }
+  s->blocks.insert(s->blocks.end(), next, fresh.end());
+  s->num_tokens += num_tokens;
+  return Status();
+}
+
+Status PagedKVStore::fork(SeqId parent, SeqId child) {
+  const SeqBlocks* p = find(parent);
+  if (p == nullptr) return make_error(ErrorCode::internal, "kv: fork of unknown sequence {}", parent);
+  if (contains(child)) return make_error(ErrorCode::internal, "kv: fork into existing sequence {}", child);
+  SeqBlocks copy = *p;
+  for (BlockId block : copy.blocks) pool_->add_ref(block);
+  if (cache_) cache_->lock(copy.node);
+  seqs_.emplace(child, std::move(copy));
+  return Status();
+}
+
+void PagedKVStore::commit(SeqId seq, std::span<const TokenId> computed_tokens) {
+  SeqBlocks* s = find(seq);
+  if (s == nullptr || !cache_) return;
+  const auto computed = std::min<int32_t>(static_cast<int32_t>(computed_tokens.size()), s->num_tokens);
+  const int32_t full_blocks = computed / block_size();
+  if (full_blocks <= s->num_cached_blocks) return;
+  RadixNode* node = cache_->insert(
+      s->node, computed_tokens.first(static_cast<std::size_t>(full_blocks * block_size())),
+      std::span<BlockId>(s->blocks).first(static_cast<std::size_t>(full_blocks)));
+  cache_->lock(node);
+  cache_->unlock(s->node);
+  s->node = node;
+  s->num_cached_blocks = RadixCache::depth(node);
+}
+
+int32_t PagedKVStore::truncate(SeqId seq, int32_t num_tokens) {
+  SeqBlocks* s = find(seq);
+  if (s == nullptr) return 0;
+  int32_t keep = std::clamp(num_tokens, 0, s->num_tokens);
+  if (cache_ && keep < s->num_cached_blocks * block_size()) {
+    // The cut falls inside the shared prefix: keep only the whole cached blocks before it.
+    const int32_t keep_blocks = keep / block_size();
+    RadixNode* node = cache_->ancestor_at(s->node, keep_blocks);
+    cache_->lock(node);
+    cache_->unlock(s->node);
+    s->node = node;
+    s->num_cached_blocks = keep_blocks;
+    keep = keep_blocks * block_size();
+  }
+  const auto keep_blocks = static_cast<std::size_t>(blocks_for(keep));
+  for (std::size_t b = keep_blocks; b < s->blocks.size(); ++b) pool_->release(s->blocks[b]);
+  s->blocks.resize(keep_blocks);
+  s->num_tokens = keep;
+  return keep;
+}
+
+void PagedKVStore::release(SeqId seq, std::span<const TokenId> computed_tokens) {
+  commit(seq, computed_tokens);
+  free(seq);
+}
+
+void PagedKVStore::free(SeqId seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  if (cache_) cache_->unlock(it->second.node);
+  for (BlockId block : it->second.blocks) pool_->release(block);
+  seqs_.erase(it);
+}
+
+std::span<const BlockId> PagedKVStore::block_table(SeqId seq) const {
+  const SeqBlocks* s = find(seq);
+  return s == nullptr ? std::span<const BlockId>() : std::span<const BlockId>(s->blocks);
+}
+
+int32_t PagedKVStore::num_tokens(SeqId seq) const {
+  const SeqBlocks* s = find(seq);
+  return s == nullptr ? 0 : s->num_tokens;
+}
+
+int32_t PagedKVStore::num_cached_tokens(SeqId seq) const {
+  const SeqBlocks* s = find(seq);
+  return s == nullptr ? 0 : s->num_cached_blocks * block_size();
+}
+
+KVStats PagedKVStore::stats() const {
+  return {.block_size = block_size(),
+          .num_blocks = num_blocks(),
+          .num_free_blocks = num_free_blocks(),
+          .num_cached_blocks = cache_ ? cache_->num_cached_blocks() : 0,
+          .num_evictable_blocks = cache_ ? cache_->num_evictable_blocks() : 0,
+          .num_sequences = static_cast<int32_t>(seqs_.size()),
+          .num_evicted_blocks = num_evicted_blocks_};
+}
+
+Status PagedKVStore::validate() const {
+  LLAISYS_RETURN_IF_ERROR(pool_->validate());
+  std::vector<int32_t> expected_refs(static_cast<std::size_t>(num_blocks()), 0);
+  std::unordered_map<const RadixNode*, int32_t> holders;
+  for (const auto& [seq, s] : seqs_) {
+    if (static_cast<int32_t>(s.blocks.size()) != blocks_for(s.num_tokens)) {
+      return make_error(ErrorCode::internal, "kv: sequence {} has {} blocks for {} tokens", seq,
+                        s.blocks.size(), s.num_tokens);
+    }
+    std::unordered_set<BlockId> own;
+    for (BlockId block : s.blocks) {
+      if (!pool_->valid(block)) return make_error(ErrorCode::internal, "kv: sequence {} holds bad block {}", seq, block);
+      if (!own.insert(block).second) {
+        return make_error(ErrorCode::internal, "kv: sequence {} holds block {} twice", seq, block);
+      }
+      ++expected_refs[static_cast<std::size_t>(block)];
+    }
+    if (!cache_) {
+      if (s.num_cached_blocks != 0 || s.node != nullptr) {
+        return make_error(ErrorCode::internal, "kv: sequence {} has a cached prefix without a cache", seq);
+      }
+      continue;
+    }
+    const std::vector<BlockId> path = RadixCache::path_blocks(s.node);
+    if (static_cast<int32_t>(path.size()) != s.num_cached_blocks || s.num_cached_blocks > s.num_tokens / block_size() ||
+        !std::equal(path.begin(), path.end(), s.blocks.begin())) {
+      return make_error(ErrorCode::internal, "kv: sequence {}'s cached prefix differs from its radix path", seq);
+    }
+    ++holders[s.node];
+  }
+  if (cache_) {
+    for (BlockId block : cache_->cached_blocks()) ++expected_refs[static_cast<std::size_t>(block)];
+    LLAISYS_RETURN_IF_ERROR(cache_->validate(holders));
+  }
+  for (BlockId b = 0; b < num_blocks(); ++b) {
+    if (pool_->ref_count(b) != expected_refs[static_cast<std::size_t>(b)]) {
+      return make_error(ErrorCode::internal, "kv: block {} has {} references, its holders count {}", b,
+                        pool_->ref_count(b), expected_refs[static_cast<std::size_t>(b)]);
+    }
+  }
+  return Status();
+}
+
+}  // namespace llaisys

@@ -1,0 +1,331 @@
+#include "llaisys/scheduler/batch_scheduler.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "llaisys/core/log.hpp"
+
+namespace llaisys {
+
+std::string_view to_string(SeqStatus status) {
+  switch (status) {
+    case SeqStatus::waiting: return "waiting";
+    case SeqStatus::running: return "running";
+    case SeqStatus::preempted: return "preempted";
+    case SeqStatus::finished_stopped: return "finished_stopped";
+    case SeqStatus::finished_length_capped: return "finished_length_capped";
+    case SeqStatus::finished_aborted: return "finished_aborted";
+    case SeqStatus::finished_ignored: return "finished_ignored";
+    case SeqStatus::finished_error: return "finished_error";
+  }
+  return "unknown";
+}
+
+BatchScheduler::BatchScheduler(const SchedulerConfig& config, const KVStoreConfig& kv_config)
+    : config_(config), kv_(kv_config) {}
+
+int32_t BatchScheduler::max_sequence_tokens() const {
+  return std::min(config_.max_context, kv_.num_blocks() * kv_.block_size());
+}
+
+std::size_t BatchScheduler::num_waiting() const { return waiting_.size(); }
+
+const Sequence* BatchScheduler::sequence(SeqId id) const {
+  auto it = sequences_.find(id);
+  return it == sequences_.end() ? nullptr : &it->second;
+}
+
+int32_t BatchScheduler::running_seats() const {
+  int32_t seats = 0;
+  for (SeqId id : running_) seats += 1 + static_cast<int32_t>(sequences_.at(id).pending_forks.size());
+  return seats;
+}
+
+std::optional<std::string> BatchScheduler::unrunnable_reason(const Sequence& s) const {
+  if (1 + static_cast<int32_t>(s.pending_forks.size()) > config_.max_num_seqs) {
+    return fmt::format("{} choices cannot run at once with max_num_seqs {}", 1 + s.pending_forks.size(),
+                       config_.max_num_seqs);
+  }
+  // A generating sequence needs room for its prompt plus one generated token.
+  const int32_t needed = s.num_tokens() + (s.output_kind == OutputKind::logits ? 1 : 0);
+  if (needed > config_.max_context) {
+    return fmt::format("the prompt has {} tokens but the context holds {}{}", s.num_tokens(),
+                       config_.max_context,
+                       s.output_kind == OutputKind::logits ? " including at least one generated token" : "");
+  }
+  if (needed > kv_.num_blocks() * kv_.block_size()) {
+    return fmt::format("the prompt needs {} KV blocks but the cache has {} blocks of {} tokens",
+                       kv_.blocks_for(needed), kv_.num_blocks(), kv_.block_size());
+  }
+  return std::nullopt;
+}
+
+Result<std::vector<SeqId>> BatchScheduler::add(SchedulerRequest request) {
+  if (request.prompt.empty()) return Status(ErrorCode::invalid_argument, "the prompt is empty");
+  if (request.n < 1) return make_error(ErrorCode::invalid_argument, "n must be >= 1, got {}", request.n);
+  if (requests_.contains(request.id)) {
+    return make_error(ErrorCode::invalid_argument, "request id {} is already in use", request.id);
+  }
+  std::vector<SeqId> ids;
+  std::vector<Sequence> seqs;
+  for (int32_t choice = 0; choice < request.n; ++choice) {
+    Sequence s{.id = next_seq_id_++,
+               .request_id = request.id,
+               .choice = choice,
+               .tokens = request.prompt,
+               .num_prompt_tokens = static_cast<int32_t>(request.prompt.size()),
+               .output_kind = request.output_kind,
+               .use_prefix_cache = request.use_prefix_cache,
+               .cache_namespace = request.cache_namespace};
+    ids.push_back(s.id);
+    seqs.push_back(std::move(s));
+  }
+  for (std::size_t c = 1; c < seqs.size(); ++c) {
+    seqs[c].fork_parent = ids[0];
+    seqs[0].pending_forks.push_back(ids[c]);
+  }
+  if (std::optional<std::string> reason = unrunnable_reason(seqs[0])) {
+    for (const Sequence& s : seqs) {
+      finished_before_running_.push_back({.seq = s.id,
+                                          .request_id = s.request_id,
+                                          .choice = s.choice,
+                                          .status = SeqStatus::finished_ignored,
+                                          .detail = *reason});
+    }
+    return ids;
+  }
+  for (Sequence& s : seqs) sequences_.emplace(s.id, std::move(s));
+  requests_[request.id] = ids;
+  waiting_.push_back(ids[0]);
+  return ids;
+}
+
+SchedulerOutput BatchScheduler::schedule() {
+  SchedulerOutput out;
+  out.finished = std::move(finished_before_running_);
+  finished_before_running_.clear();
+  if (!in_flight_.empty()) {
+    log::error("scheduler: schedule() called before the previous step was recorded; undoing it");
+    fail_step();
+  }
+  int32_t budget = config_.max_num_batched_tokens;
+  const bool preempted = schedule_running(out, budget);
+  if (!preempted) schedule_waiting(out, budget);
+  return out;
+}
+
+bool BatchScheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
+  std::vector<SeqId> order;
+  for (SeqId id : running_) {
+    if (seq(id).num_uncomputed_tokens() <= 1) order.push_back(id);  // decodes first
+  }
+  for (SeqId id : running_) {
+    if (seq(id).num_uncomputed_tokens() > 1) order.push_back(id);
+  }
+  std::unordered_set<SeqId> scheduled;
+  for (SeqId id : order) {
+    if (budget <= 0) break;
+    auto it = sequences_.find(id);
+    if (it == sequences_.end() || it->second.status != SeqStatus::running) continue;  // preempted
+    Sequence& s = it->second;
+    int32_t n = std::min(s.num_uncomputed_tokens(), budget);
+    if (n <= 0) continue;
+    while (!kv_.can_append(s.id, n)) {
+      auto victim = std::find_if(running_.rbegin(), running_.rend(),
+                                 [&](SeqId v) { return v != s.id && !scheduled.contains(v); });
+      if (victim == running_.rend()) break;
+      preempt(seq(*victim), out);
+    }
+    while (n > 1 && !kv_.can_append(s.id, n)) n /= 2;  // a prefill may take a smaller chunk
+    if (!kv_.can_append(s.id, n)) {
+      preempt(s, out);
+      continue;
+    }
+    if (Status status = kv_.append(s.id, n, out.block_copies); !status.ok()) {
+      log::error("scheduler: {}", status.message());  // can_append said yes: a bug, not a crash
+      preempt(s, out);
+      continue;
+    }
+    add_chunk(out, s, n);
+    budget -= n;
+    scheduled.insert(s.id);
+  }
+  return !out.preempted.empty();
+}
+
+void BatchScheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
+  while (!waiting_.empty() && budget > 0) {
+    Sequence& s = seq(waiting_.front());
+    const auto seats = 1 + static_cast<int32_t>(s.pending_forks.size());
+    if (running_seats() + seats > config_.max_num_seqs) break;
+    const std::span<const TokenId> key = s.use_prefix_cache ? std::span<const TokenId>(s.tokens)
+                                                            : std::span<const TokenId>();
+    const int32_t cached = kv_.match_prefix(s.id, key, s.cache_namespace);
+    const int32_t n = std::min(s.num_tokens() - cached, budget);
+    if (!kv_.can_append(s.id, n)) {
+      kv_.free(s.id);  // head of the queue does not fit: nobody overtakes it
+      break;
+    }
+    if (Status status = kv_.append(s.id, n, out.block_copies); !status.ok()) {
+      log::error("scheduler: {}", status.message());
+      kv_.free(s.id);
+      break;
+    }
+    s.num_computed_tokens = cached;
+    s.status = SeqStatus::running;
+    if (!s.admitted_once) {
+      s.admitted_once = true;
+      s.num_cached_tokens = cached;
+    }
+    if (s.use_prefix_cache) {
+      prefix_query_tokens_ += s.num_tokens();
+      prefix_hit_tokens_ += cached;
+    }
+    waiting_.pop_front();
+    running_.push_back(s.id);
+    add_chunk(out, s, n);
+    budget -= n;
+  }
+}
+
+void BatchScheduler::add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_tokens) {
+  const auto start = static_cast<std::size_t>(s.num_computed_tokens);
+  ScheduledChunk chunk{.seq = s.id,
+                       .request_id = s.request_id,
+                       .start_position = s.num_computed_tokens,
+                       .token_ids = std::vector<TokenId>(s.tokens.begin() + static_cast<std::ptrdiff_t>(start),
+                                                         s.tokens.begin() + static_cast<std::ptrdiff_t>(start) + num_tokens),
+                       .output_kind = s.output_kind,
+                       .completes_sequence = s.num_computed_tokens + num_tokens == s.num_tokens()};
+  const std::span<const BlockId> table = kv_.block_table(s.id);
+  chunk.block_table.assign(table.begin(), table.end());
+  if (chunk.completes_sequence && s.output_kind == OutputKind::logits) {
+    chunk.sample_for.push_back(s.id);
+    chunk.sample_for.insert(chunk.sample_for.end(), s.pending_forks.begin(), s.pending_forks.end());
+  }
+  out.num_batched_tokens += num_tokens;
+  in_flight_.emplace_back(s.id, num_tokens);
+  out.chunks.push_back(std::move(chunk));
+}
+
+void BatchScheduler::preempt(Sequence& s, SchedulerOutput& out) {
+  kv_.release(s.id, s.computed());  // computed full blocks stay cached: recompute mostly hits
+  s.num_computed_tokens = 0;
+  s.status = SeqStatus::preempted;
+  ++s.num_preemptions;
+  ++num_preemptions_;
+  running_.erase(std::find(running_.begin(), running_.end(), s.id));
+  waiting_.push_front(s.id);
+  out.preempted.push_back(s.id);
+}
+
+void BatchScheduler::update(const StepResult& result) {
+  for (const auto& [id, n] : in_flight_) {
+    auto it = sequences_.find(id);
+    if (it == sequences_.end() || it->second.status != SeqStatus::running) continue;
+    it->second.num_computed_tokens += n;
+    kv_.commit(id, it->second.computed());
+  }
+  std::vector<SeqId> touched;
+  for (const auto& [id, n] : in_flight_) touched.push_back(id);
+  in_flight_.clear();
+
+  // Choices waiting for their prompt fork from choice 0 before anything else changes.
+  for (const SeqUpdate& u : result.updates) {
+    auto it = sequences_.find(u.seq);
+    if (it == sequences_.end() || it->second.fork_parent < 0) continue;
+    Sequence& child = it->second;
+    auto parent_it = sequences_.find(child.fork_parent);
+    if (parent_it == sequences_.end() || parent_it->second.num_uncomputed_tokens() != 0 ||
+        !kv_.fork(parent_it->second.id, child.id).ok()) {
+      log::error("scheduler: sequence {} cannot fork from {}", child.id, child.fork_parent);
+      continue;
+    }
+    Sequence& parent = parent_it->second;
+    child.tokens = parent.tokens;
+    child.num_computed_tokens = parent.num_computed_tokens;
+    child.num_cached_tokens = parent.num_cached_tokens;
+    child.admitted_once = true;
+    child.status = SeqStatus::running;
+    child.fork_parent = -1;
+    std::erase(parent.pending_forks, child.id);
+    running_.push_back(child.id);
+    touched.push_back(child.id);
+  }
+  for (const SeqUpdate& u : result.updates) {
+    auto it = sequences_.find(u.seq);
+    if (it != sequences_.end() && it->second.status == SeqStatus::running && u.token) {
+      it->second.tokens.push_back(*u.token);
+    }
+  }
+  for (const SeqUpdate& u : result.updates) {
+    auto it = sequences_.find(u.seq);
+    if (it != sequences_.end() && is_finished(u.finish)) finish(it->second, u.finish, "", nullptr);
+  }
+  // A running sequence with nothing left to compute was not given its token: the engine broke the
+  // contract. End it rather than spin.
+  for (SeqId id : touched) {
+    auto it = sequences_.find(id);
+    if (it != sequences_.end() && it->second.status == SeqStatus::running &&
+        it->second.num_uncomputed_tokens() == 0) {
+      log::error("scheduler: sequence {} finished its step without a sampled token", id);
+      finish(it->second, SeqStatus::finished_error, "no token was sampled", &finished_before_running_);
+    }
+  }
+}
+
+void BatchScheduler::fail_step() {
+  for (const auto& [id, n] : in_flight_) {
+    auto it = sequences_.find(id);
+    if (it != sequences_.end()) kv_.truncate(id, it->second.num_computed_tokens);
+  }
+  in_flight_.clear();
+}
+
+std::vector<FinishedSeq> BatchScheduler::finish_request(RequestId id, SeqStatus status, std::string detail) {
+  std::vector<FinishedSeq> report;
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return report;
+  const std::vector<SeqId> ids = it->second;
+  for (SeqId seq_id : ids) {
+    auto s = sequences_.find(seq_id);
+    if (s != sequences_.end()) finish(s->second, status, detail, &report);
+  }
+  return report;
+}
+
+void BatchScheduler::finish(Sequence& s, SeqStatus status, std::string detail,
+                            std::vector<FinishedSeq>* report) {
+  const SeqId id = s.id;
+  const RequestId request = s.request_id;
+  if (kv_.contains(id)) kv_.release(id, s.computed());
+  std::erase(running_, id);
+  if (auto w = std::find(waiting_.begin(), waiting_.end(), id); w != waiting_.end()) waiting_.erase(w);
+  std::erase_if(in_flight_, [id](const auto& entry) { return entry.first == id; });
+  const std::vector<SeqId> orphans = s.pending_forks;  // choices that never forked end with it
+  if (report != nullptr) {
+    report->push_back({.seq = id, .request_id = request, .choice = s.choice, .status = status, .detail = detail});
+  }
+  sequences_.erase(id);
+  if (auto r = requests_.find(request); r != requests_.end()) {
+    std::erase(r->second, id);
+    if (r->second.empty()) requests_.erase(r);
+  }
+  for (SeqId orphan : orphans) {
+    auto o = sequences_.find(orphan);
+    if (o != sequences_.end()) {
+      finish(o->second, status, detail, report != nullptr ? report : &finished_before_running_);
+    }
+  }
+}
+
+SchedulerStats BatchScheduler::stats() const {
+  return {.num_waiting = static_cast<int32_t>(waiting_.size()),
+          .num_running = static_cast<int32_t>(running_.size()),
+          .num_preemptions = num_preemptions_,
+          .prefix_query_tokens = prefix_query_tokens_,
+          .prefix_hit_tokens = prefix_hit_tokens_,
+          .kv = kv_.stats()};
+}
+
+}  // namespace llaisys

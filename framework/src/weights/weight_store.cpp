@@ -1,0 +1,213 @@
+// MappedFile and WeightStore: safetensors files mapped read-only, single or sharded.
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <boost/json.hpp>
+
+#include "llaisys/core/log.hpp"
+#include "llaisys/model/safetensors.hpp"
+#include "strict_json.hpp"
+
+namespace llaisys {
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+// ---- MappedFile ---------------------------------------------------------------------------------
+
+Result<MappedFile> MappedFile::open(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    return make_error(err == ENOENT ? ErrorCode::not_found : ErrorCode::io_error, "cannot open {}: {}",
+                      path.string(), std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error(ErrorCode::io_error, "{} is not a regular file", path.string());
+  }
+  MappedFile file;
+  file.path_ = path;
+  file.size_ = static_cast<std::size_t>(st.st_size);
+  if (file.size_ > 0) {
+    void* data = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return make_error(ErrorCode::io_error, "cannot map {}: {}", path.string(), std::strerror(err));
+    }
+    file.data_ = static_cast<const std::byte*>(data);
+  }
+  ::close(fd);
+  return file;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      path_(std::move(other.path_)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+// ---- WeightStore --------------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::size_t kMaxIndexBytes = 64u << 20;
+
+bool is_plain_file_name(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
+         name.find('\0') == std::string_view::npos;
+}
+
+// weight_map of model.safetensors.index.json: shard file -> the tensor names it must hold.
+Result<std::map<std::string, std::vector<std::string>>> read_index(const fs::path& index_path) {
+  LLAISYS_ASSIGN_OR_RETURN(json::value root, weights::read_json_file(index_path.string(), kMaxIndexBytes));
+  const json::object* object = root.if_object();
+  const json::value* map_value = object != nullptr ? object->if_contains("weight_map") : nullptr;
+  if (map_value == nullptr || !map_value->is_object()) {
+    return make_error(ErrorCode::parse_error, "{}: index has no \"weight_map\" object", index_path.string());
+  }
+  std::map<std::string, std::vector<std::string>> shards;
+  for (const json::key_value_pair& item : map_value->as_object()) {
+    const json::string* file = item.value().if_string();
+    if (file == nullptr || !is_plain_file_name(std::string_view(file->data(), file->size()))) {
+      return make_error(ErrorCode::parse_error,
+                        "{}: index maps '{}' to {}, which is not a file name in the model directory",
+                        index_path.string(), std::string_view(item.key().data(), item.key().size()),
+                        json::serialize(item.value()));
+    }
+    shards[std::string(*file)].emplace_back(item.key());
+  }
+  if (shards.empty()) {
+    return make_error(ErrorCode::parse_error, "{}: index \"weight_map\" is empty", index_path.string());
+  }
+  return shards;
+}
+
+}  // namespace
+
+Result<WeightStore> WeightStore::open(const fs::path& model_dir) {
+  WeightStore store;
+  const fs::path single = model_dir / "model.safetensors";
+  const fs::path index = model_dir / "model.safetensors.index.json";
+  std::error_code ec;
+  if (fs::exists(single, ec)) {
+    LLAISYS_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(single));
+    LLAISYS_RETURN_IF_ERROR(store.add_file(std::move(file), nullptr));
+  } else if (fs::exists(index, ec)) {
+    LLAISYS_ASSIGN_OR_RETURN(auto shards, read_index(index));
+    for (const auto& [file_name, names] : shards) {
+      auto file = MappedFile::open(model_dir / file_name);
+      if (!file.ok()) {
+        return std::move(file).take_status().with_context(
+            fmt::format("{}: index names shard '{}'", index.string(), file_name));
+      }
+      LLAISYS_RETURN_IF_ERROR(store.add_file(std::move(file).value(), &names));
+    }
+  } else {
+    return make_error(ErrorCode::not_found, "{}: no model.safetensors or model.safetensors.index.json",
+                      model_dir.string());
+  }
+  return store;
+}
+
+Status WeightStore::add_file(MappedFile file, const std::vector<std::string>* expected_names) {
+  const std::string source = file.path().string();
+  LLAISYS_ASSIGN_OR_RETURN(SafetensorsHeader header, parse_safetensors(file.bytes(), source));
+  if (expected_names != nullptr) {
+    const std::set<std::string_view> expected(expected_names->begin(), expected_names->end());
+    std::set<std::string_view> present;
+    for (const SafetensorsTensor& t : header.tensors) {
+      if (!expected.contains(t.name)) {
+        return make_error(ErrorCode::parse_error, "{}: holds tensor '{}' which the index does not list for it",
+                          source, t.name);
+      }
+      present.insert(t.name);
+    }
+    for (std::string_view name : expected) {
+      if (!present.contains(name)) {
+        return make_error(ErrorCode::parse_error, "index lists tensor '{}' in {} but that shard has no such tensor",
+                          name, source);
+      }
+    }
+  }
+  const std::size_t file_number = files_.size();
+  const std::byte* base = file.bytes().data();
+  for (const SafetensorsTensor& t : header.tensors) {
+    if (index_.contains(t.name)) {
+      return make_error(ErrorCode::parse_error, "{}: tensor '{}' also appears in {}", source, t.name,
+                        files_[index_.at(t.name).file].path().string());
+    }
+    const std::size_t nbytes = static_cast<std::size_t>(t.data_end - t.data_begin);
+    const std::byte* data = nbytes == 0 ? nullptr : base + header.data_offset + t.data_begin;
+    if (data != nullptr && reinterpret_cast<uintptr_t>(data) % dtype_size(t.dtype) != 0) {
+      log::warn("{}: tensor '{}' is not aligned to its {}-byte elements; copying it", source, t.name,
+                dtype_size(t.dtype));
+      AlignedBuffer copy(nbytes);
+      std::memcpy(copy.data(), data, nbytes);
+      data = copy.data();
+      realigned_.push_back(std::move(copy));
+    }
+    index_.emplace(t.name, Location{.view = TensorView(const_cast<std::byte*>(data), t.dtype, t.shape),
+                                    .file = file_number});
+    total_bytes_ += nbytes;
+  }
+  files_.push_back(std::move(file));
+  return Status();
+}
+
+bool WeightStore::contains(std::string_view name) const { return index_.contains(std::string(name)); }
+
+Result<TensorView> WeightStore::find(std::string_view name) const {
+  const auto it = index_.find(std::string(name));
+  if (it == index_.end()) {
+    return make_error(ErrorCode::not_found, "missing tensor '{}' ({} tensors in {} file(s))", name,
+                      index_.size(), files_.size());
+  }
+  return it->second.view;
+}
+
+Result<TensorView> WeightStore::require(std::string_view name, const Shape& shape) const {
+  LLAISYS_ASSIGN_OR_RETURN(TensorView view, find(name));
+  if (view.dtype() != DType::bf16 && view.dtype() != DType::f16 && view.dtype() != DType::f32) {
+    return make_error(ErrorCode::unsupported, "tensor '{}' has dtype {}; weights must be BF16, F16 or F32",
+                      name, to_string(view.dtype()));
+  }
+  if (!(view.shape() == shape)) {
+    return make_error(ErrorCode::invalid_argument, "tensor '{}' has the wrong shape {}: the config needs {}",
+                      name, view.shape().to_string(), shape.to_string());
+  }
+  return view;
+}
+
+std::vector<std::string> WeightStore::names() const {
+  std::vector<std::string> out;
+  out.reserve(index_.size());
+  for (const auto& [name, location] : index_) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace llaisys

@@ -1,0 +1,245 @@
+#include "attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "simd.hpp"
+
+namespace llaisys::cpu {
+namespace {
+
+using simd::kLanes;
+
+// One kv head of one token: the `group` query heads that share it.
+struct GroupTask {
+  const float* q;         // [group, head_dim]
+  float* out;             // [group, head_dim]
+  const int32_t* table;   // the sequence's block table
+  int64_t num_keys;       // position + 1
+  int64_t kv_head;
+  int64_t group;
+};
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+float max_of(const float* s, int64_t n) {
+  float m = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) m = std::max(m, s[j]);
+  return m;
+}
+
+// ---- scalar -------------------------------------------------------------------------------------
+
+float dot_scalar(const float* a, const float* b, int64_t n) {
+  float lanes[kLanes] = {};
+  for (int64_t i = 0; i < n; ++i) lanes[i % kLanes] = std::fma(a[i], b[i], lanes[i % kLanes]);
+  return simd::reduce_lanes(lanes);
+}
+
+// s[j] <- exp(s[j] - max); returns their canonical sum.
+float exp_sum_scalar(float* s, int64_t n, float max) {
+  float lanes[kLanes] = {};
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = simd::exp_canonical(s[j] - max);
+    lanes[j % kLanes] = lanes[j % kLanes] + s[j];
+  }
+  return simd::reduce_lanes(lanes);
+}
+
+void attend_scalar(const PagedKvLayer& kv, const GroupTask& task, float scale, float* scores) {
+  const int64_t d = kv.head_dim;
+  const int64_t stride = round_up(task.num_keys, kLanes);
+  for (int64_t j = 0; j < task.num_keys; ++j) {
+    const float* k = kv.k + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+    for (int64_t h = 0; h < task.group; ++h) scores[h * stride + j] = dot_scalar(task.q + h * d, k, d) * scale;
+  }
+  for (int64_t h = 0; h < task.group; ++h) {
+    float* s = scores + h * stride;
+    const float sum = exp_sum_scalar(s, task.num_keys, max_of(s, task.num_keys));
+    float* out = task.out + h * d;
+    std::fill(out, out + d, 0.0f);
+    for (int64_t j = 0; j < task.num_keys; ++j) {
+      const float* v = kv.v + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+      for (int64_t i = 0; i < d; ++i) out[i] = std::fma(s[j], v[i], out[i]);
+    }
+    for (int64_t i = 0; i < d; ++i) out[i] = out[i] / sum;
+  }
+}
+
+// ---- AVX2 ---------------------------------------------------------------------------------------
+
+LLAISYS_TARGET_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) {
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    lo = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), lo);
+    hi = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), hi);
+  }
+  if (i < n) {
+    alignas(32) float ta[16] = {}, tb[16] = {};
+    for (int64_t j = i; j < n; ++j) {
+      ta[j - i] = a[j];
+      tb[j - i] = b[j];
+    }
+    lo = _mm256_fmadd_ps(_mm256_load_ps(ta), _mm256_load_ps(tb), lo);
+    hi = _mm256_fmadd_ps(_mm256_load_ps(ta + 8), _mm256_load_ps(tb + 8), hi);
+  }
+  return simd::reduce_lanes_avx2(lo, hi);
+}
+
+// `s` has room for a multiple of 16 entries; entries past n are overwritten with 0.
+LLAISYS_TARGET_AVX2 float exp_sum_avx2(float* s, int64_t n, float max) {
+  for (int64_t j = n; j < round_up(n, kLanes); ++j) s[j] = -INFINITY;  // exp -> 0
+  const __m256 m = _mm256_set1_ps(max);
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __m256 e_lo = simd::exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), m));
+    const __m256 e_hi = simd::exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j + 8), m));
+    _mm256_storeu_ps(s + j, e_lo);
+    _mm256_storeu_ps(s + j + 8, e_hi);
+    lo = _mm256_add_ps(lo, e_lo);
+    hi = _mm256_add_ps(hi, e_hi);
+  }
+  return simd::reduce_lanes_avx2(lo, hi);
+}
+
+LLAISYS_TARGET_AVX2 void attend_avx2(const PagedKvLayer& kv, const GroupTask& task, float scale, float* scores) {
+  const int64_t d = kv.head_dim;
+  const int64_t stride = round_up(task.num_keys, kLanes);
+  for (int64_t j = 0; j < task.num_keys; ++j) {
+    const float* k = kv.k + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+    for (int64_t h = 0; h < task.group; ++h) scores[h * stride + j] = dot_avx2(task.q + h * d, k, d) * scale;
+  }
+  for (int64_t h = 0; h < task.group; ++h) {
+    float* s = scores + h * stride;
+    const float sum = exp_sum_avx2(s, task.num_keys, max_of(s, task.num_keys));
+    float* out = task.out + h * d;
+    std::fill(out, out + d, 0.0f);
+    for (int64_t j = 0; j < task.num_keys; ++j) {
+      const float* v = kv.v + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+      const __m256 e = _mm256_set1_ps(s[j]);
+      int64_t i = 0;
+      for (; i + 8 <= d; i += 8) _mm256_storeu_ps(out + i, _mm256_fmadd_ps(e, _mm256_loadu_ps(v + i), _mm256_loadu_ps(out + i)));
+      for (; i < d; ++i) out[i] = std::fma(s[j], v[i], out[i]);
+    }
+    for (int64_t i = 0; i < d; ++i) out[i] = out[i] / sum;
+  }
+}
+
+// ---- AVX-512 ------------------------------------------------------------------------------------
+
+LLAISYS_TARGET_AVX512 float dot_avx512(const float* a, const float* b, int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 mask = simd::tail_mask(n - i);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, a + i), _mm512_maskz_loadu_ps(mask, b + i), acc);
+  }
+  return simd::reduce_lanes_avx512(acc);
+}
+
+LLAISYS_TARGET_AVX512 float exp_sum_avx512(float* s, int64_t n, float max) {
+  const __m512 m = _mm512_set1_ps(max);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 mask = simd::tail_mask(n - j);
+    const __m512 e = _mm512_maskz_mov_ps(mask, simd::exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, s + j), m)));
+    _mm512_mask_storeu_ps(s + j, mask, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  return simd::reduce_lanes_avx512(acc);
+}
+
+// out += sum_j s[j] v_j for a head_dim of exactly 16 * C (accumulators stay in registers).
+template <int C>
+LLAISYS_TARGET_AVX512 void weighted_values_avx512(const PagedKvLayer& kv, const GroupTask& task, const float* s,
+                                                  float* out) {
+  __m512 acc[C];
+#pragma GCC unroll 16
+  for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < task.num_keys; ++j) {
+    const float* v = kv.v + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+    const __m512 e = _mm512_set1_ps(s[j]);
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(e, _mm512_loadu_ps(v + 16 * c), acc[c]);
+  }
+#pragma GCC unroll 16
+  for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + 16 * c, acc[c]);
+}
+
+LLAISYS_TARGET_AVX512 void weighted_values_any_avx512(const PagedKvLayer& kv, const GroupTask& task, const float* s,
+                                                      float* out) {
+  const int64_t d = kv.head_dim;
+  std::fill(out, out + d, 0.0f);
+  for (int64_t j = 0; j < task.num_keys; ++j) {
+    const float* v = kv.v + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+    const __m512 e = _mm512_set1_ps(s[j]);
+    for (int64_t i = 0; i < d; i += 16) {
+      const __mmask16 mask = simd::tail_mask(d - i);
+      _mm512_mask_storeu_ps(out + i, mask,
+                            _mm512_fmadd_ps(e, _mm512_maskz_loadu_ps(mask, v + i), _mm512_maskz_loadu_ps(mask, out + i)));
+    }
+  }
+}
+
+LLAISYS_TARGET_AVX512 void attend_avx512(const PagedKvLayer& kv, const GroupTask& task, float scale, float* scores) {
+  const int64_t d = kv.head_dim;
+  const int64_t stride = round_up(task.num_keys, kLanes);
+  for (int64_t j = 0; j < task.num_keys; ++j) {
+    const float* k = kv.k + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+    for (int64_t h = 0; h < task.group; ++h) scores[h * stride + j] = dot_avx512(task.q + h * d, k, d) * scale;
+  }
+  for (int64_t h = 0; h < task.group; ++h) {
+    float* s = scores + h * stride;
+    const float sum = exp_sum_avx512(s, task.num_keys, max_of(s, task.num_keys));
+    float* out = task.out + h * d;
+    if (d == 64) {
+      weighted_values_avx512<4>(kv, task, s, out);
+    } else if (d == 128) {
+      weighted_values_avx512<8>(kv, task, s, out);
+    } else {
+      weighted_values_any_avx512(kv, task, s, out);
+    }
+    for (int64_t i = 0; i < d; ++i) out[i] = out[i] / sum;
+  }
+}
+
+}  // namespace
+
+void paged_attention(const CpuContext& ctx, const PagedKvLayer& layer, const BatchSlots& batch, const float* q,
+                     int64_t q_stride, int64_t num_q_heads, float scale, float* out, int64_t out_stride) {
+  const int64_t group = num_q_heads / layer.num_kv_heads;
+  const int64_t num_tasks = batch.num_tokens * layer.num_kv_heads;
+  const int num_threads = static_cast<int>(std::min<int64_t>(ctx.pool->num_threads(), num_tasks));
+  auto work = [&](int thread) {
+    // Scores of the group's heads, one row per head padded to 16 entries.
+    thread_local std::vector<float> scores;
+    // Interleaved tasks balance a causal prefill, where later tokens have more keys.
+    for (int64_t task_index = thread; task_index < num_tasks; task_index += num_threads) {
+      const int64_t t = task_index / layer.num_kv_heads;
+      const int64_t g = task_index % layer.num_kv_heads;
+      const GroupTask task{.q = q + t * q_stride + g * group * layer.head_dim,
+                           .out = out + t * out_stride + g * group * layer.head_dim,
+                           .table = batch.block_tables[batch.seq_indices[t]],
+                           .num_keys = static_cast<int64_t>(batch.positions[t]) + 1,
+                           .kv_head = g,
+                           .group = group};
+      const std::size_t need = static_cast<std::size_t>(group * round_up(task.num_keys, kLanes));
+      if (scores.size() < need) scores.resize(need);
+      switch (ctx.isa) {
+        case Isa::avx512: attend_avx512(layer, task, scale, scores.data()); break;
+        case Isa::avx2: attend_avx2(layer, task, scale, scores.data()); break;
+        case Isa::scalar: attend_scalar(layer, task, scale, scores.data()); break;
+      }
+    }
+  };
+  if (num_threads <= 1) {
+    work(0);
+  } else {
+    ctx.pool->run([&](int thread) {
+      if (thread < num_threads) work(thread);
+    });
+  }
+}
+
+}  // namespace llaisys::cpu

@@ -1,0 +1,64 @@
+#pragma once
+// DecoderLM: the CPU forward pass of a Llama-family causal language model over a paged KV cache.
+// Architecture plugins (qwen2, later llama) are thin wrappers: they name their variant and forward
+// the Model calls here.
+//
+// One pass over a ForwardBatch (any mix of prefill chunks and decode tokens of several sequences):
+//   x = embed(ids)
+//   per layer: h = rms_norm(x); q, k, v = h Wq,k,v (+ bias); rope(q, k); store k, v in their slots;
+//              x += attention(q, cache) Wo;  h = rms_norm(x); x += swiglu(h Wgate, h Wup) Wdown
+//   rows that want output: rms_norm(x) -> hidden states, or their product with the lm head -> logits.
+// Every kernel is batch invariant (kernels/cpu/*.hpp), so a token's outputs are bit-identical
+// whatever else is in the batch, and whatever the thread count.
+//
+// Create options (options_json): {"isa": "auto" | "avx512" | "avx2" | "scalar"} forces an ISA path
+// (all give the same bits; for testing and comparison).
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cpu/context.hpp"
+#include "cpu/paged_kv.hpp"
+#include "decoder_weights.hpp"
+#include "llaisys/core/memory.hpp"
+#include "llaisys/model/model.hpp"
+#include "llaisys/model/safetensors.hpp"
+
+namespace llaisys::decoder {
+
+class DecoderLM {
+ public:
+  // Reads config.json (+ generation_config.json) and the safetensors of params.model_dir.
+  static Result<std::unique_ptr<DecoderLM>> open(const ModelCreateParams& params, const DecoderVariant& variant);
+
+  DecoderLM(DecoderConfig config, WeightStore store, DecoderWeights weights, int32_t num_threads, cpu::Isa isa,
+            std::string architecture);
+
+  const ModelInfo& info() const { return info_; }
+  const DecoderConfig& config() const { return config_; }
+  cpu::Isa isa() const { return ctx_.isa; }
+  int num_threads() const { return pool_.num_threads(); }
+
+  Status init_kv_cache(const KvCacheConfig& config);
+  Status forward(const ForwardBatch& batch, std::span<float> out);
+  Status copy_blocks(std::span<const BlockCopy> copies);
+
+ private:
+  struct Activations;
+  void run_layer(int32_t layer_index, const cpu::BatchSlots& slots, Activations& a);
+
+  DecoderConfig config_;
+  WeightStore store_;  // owns the mapped files the weights point into
+  DecoderWeights weights_;
+  cpu::ThreadPool pool_;
+  cpu::CpuContext ctx_;
+  ModelInfo info_;
+  KvCacheConfig kv_config_;
+  AlignedBuffer kv_pool_;  // [layers][K, V][num_blocks, kv_heads, block_size, head_dim] f32
+  std::vector<float> buffer_;  // activations, grown to the largest batch seen
+};
+
+static_assert(Model<DecoderLM>);
+
+}  // namespace llaisys::decoder

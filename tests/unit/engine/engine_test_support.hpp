@@ -1,0 +1,169 @@
+#pragma once
+// Fixtures for the engine tests: the mock model through the real plugin path, engines over it, a
+// collector that merges a run's deltas per request, and an independent greedy reference (one
+// sequence, a contiguous block table, no scheduler, no KV store, no prefix cache).
+
+#include <map>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "llaisys/engine/llm_engine.hpp"
+#include "llaisys/model/registry.hpp"
+#include "temp_dir.hpp"
+
+namespace llaisys::test {
+
+// vocab 512, EOS 2 as the argmax at about 1 position in 24: sequences of varied lengths.
+inline constexpr const char* kMockConfig = R"({"architectures": ["LlaisysMockForCausalLM"],
+  "vocab_size": 512, "hidden_size": 16, "max_position_embeddings": 4096, "eos_token_id": 2,
+  "bos_token_id": 1, "mock": {"eos_period": 24}})";
+
+// Opens a model directory through the plugin registry (mock, qwen2, ...) and builds engines on it.
+class TestModels {
+ public:
+  explicit TestModels(std::filesystem::path model_dir, int32_t num_threads = 0)
+      : model_dir_(std::move(model_dir)), num_threads_(num_threads) {
+    registry_.load_directory(LLAISYS_PLUGIN_DIR);
+  }
+  AnyModel open(const std::string& options = "{}") const {
+    auto model = registry_.open_model({.model_dir = model_dir_, .num_threads = num_threads_, .options_json = options});
+    REQUIRE(model.ok());
+    return std::move(model).value();
+  }
+  std::unique_ptr<LLMEngine> engine(EngineConfig config, std::shared_ptr<const text::Tokenizer> tokenizer = nullptr,
+                                    const std::string& options = "{}") const {
+    if (!config.seed) config.seed = 1234;
+    auto engine = LLMEngine::create(EngineModel(open(options)), config, std::move(tokenizer));
+    REQUIRE(engine.ok());
+    return std::move(engine).value();
+  }
+  const std::filesystem::path& dir() const { return model_dir_; }
+
+ private:
+  std::filesystem::path model_dir_;
+  int32_t num_threads_;
+  PluginRegistry registry_;
+};
+
+struct OwnedTempDir {
+  TempDir temp_dir;
+};
+
+// The mock model (plugins/mock) with `config` as its config.json, in a directory of its own.
+class MockModels : private OwnedTempDir, public TestModels {
+ public:
+  explicit MockModels(const std::string& config = kMockConfig)
+      : OwnedTempDir(), TestModels(temp_dir.write("config.json", config).parent_path()) {}
+};
+
+struct CollectedChoice {
+  std::vector<TokenId> tokens;
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  std::optional<FinishReason> finish_reason;
+  std::string finish_detail;
+  int num_finishes = 0;
+};
+
+struct Collected {
+  std::vector<CollectedChoice> choices;
+  Usage usage;
+  RequestTimes times;
+  std::vector<float> embedding;
+  int num_final_outputs = 0;
+  int num_outputs = 0;
+};
+
+// Merges outputs into `into`, checking the delta contract on the way.
+inline void collect(const std::vector<RequestOutput>& outputs, std::map<RequestId, Collected>& into) {
+  for (const RequestOutput& out : outputs) {
+    Collected& c = into[out.id];
+    REQUIRE(c.num_final_outputs == 0);  // nothing after the last output
+    ++c.num_outputs;
+    for (const ChoiceDelta& delta : out.choices) {
+      if (c.choices.size() <= static_cast<std::size_t>(delta.index)) c.choices.resize(static_cast<std::size_t>(delta.index) + 1);
+      CollectedChoice& choice = c.choices[static_cast<std::size_t>(delta.index)];
+      REQUIRE(choice.num_finishes == 0);
+      choice.tokens.insert(choice.tokens.end(), delta.token_ids.begin(), delta.token_ids.end());
+      choice.text += delta.text;
+      choice.logprobs.insert(choice.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
+      if (delta.finish_reason) {
+        choice.finish_reason = delta.finish_reason;
+        choice.finish_detail = delta.finish_detail;
+        ++choice.num_finishes;
+      }
+    }
+    c.usage = out.usage;
+    c.times = out.times;
+    if (out.finished) {
+      ++c.num_final_outputs;
+      c.embedding = out.embedding;
+      for (const CollectedChoice& choice : c.choices) REQUIRE(choice.num_finishes == 1);
+    }
+  }
+}
+
+inline std::map<RequestId, Collected> run_all(LLMEngine& engine, int max_steps = 100000) {
+  std::map<RequestId, Collected> results;
+  for (int step = 0; engine.has_unfinished() && step < max_steps; ++step) collect(engine.step(), results);
+  REQUIRE_FALSE(engine.has_unfinished());
+  return results;
+}
+
+inline GenerateRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens) {
+  GenerateRequest request{.prompt_ids = std::move(prompt)};
+  request.sampling.temperature = 0.0f;
+  request.stop.max_tokens = max_tokens;
+  return request;
+}
+
+// Greedy generation for one prompt straight on the model: blocks 0.. in order, one pass per token.
+inline std::vector<TokenId> reference_greedy(AnyModel& model, const std::vector<TokenId>& prompt, int32_t max_tokens,
+                                             int32_t context) {
+  constexpr int32_t kBlock = 16;
+  const ModelInfo& info = model.info();
+  const int32_t num_blocks = (context + kBlock - 1) / kBlock;
+  REQUIRE(model.init_kv_cache({.num_blocks = num_blocks, .block_size = kBlock}).ok());
+  std::vector<BlockId> table(static_cast<std::size_t>(num_blocks));
+  std::iota(table.begin(), table.end(), 0);
+  const BlockId* tables[] = {table.data()};
+  const int32_t lens[] = {num_blocks};
+  std::vector<TokenId> tokens = prompt, output;
+  std::vector<float> logits(static_cast<std::size_t>(info.vocab_size));
+  std::size_t fed = 0;
+  while (static_cast<int32_t>(output.size()) < max_tokens) {
+    const std::size_t n = tokens.size() - fed;
+    std::vector<int32_t> positions(n), seqs(n, 0);
+    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(fed));
+    const int32_t last[] = {static_cast<int32_t>(n - 1)};
+    REQUIRE(model.forward({.token_ids = std::span(tokens).subspan(fed), .positions = positions, .seq_indices = seqs,
+                           .block_tables = tables, .block_table_lens = lens, .output_token_indices = last},
+                          logits).ok());
+    fed = tokens.size();
+    const TokenId next = argmax(logits);
+    output.push_back(next);
+    tokens.push_back(next);
+    if (std::find(info.eos_token_ids.begin(), info.eos_token_ids.end(), next) != info.eos_token_ids.end()) break;
+    if (static_cast<int32_t>(tokens.size()) >= context) break;
+  }
+  return output;
+}
+
+// Deterministic pseudo-random prompt of `length` text tokens (ids 3..511).
+inline std::vector<TokenId> make_prompt(uint64_t seed, int32_t length) {
+  std::vector<TokenId> prompt;
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int32_t i = 0; i < length; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    prompt.push_back(static_cast<TokenId>(3 + x % 509));
+  }
+  return prompt;
+}
+
+}  // namespace llaisys::test

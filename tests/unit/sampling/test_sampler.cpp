@@ -1,0 +1,258 @@
+// LogitsSampler: penalties, bias, seeded reproducibility, and chi-square tests of the distributions
+// temperature, top-k, top-p and min-p produce, against expectations computed here independently.
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "llaisys/sampling/sampler.hpp"
+
+using namespace llaisys;
+
+namespace {
+
+const std::vector<float> kLogits = {2.0f, 1.5f, 1.0f, 0.6f, 0.2f, -0.3f, -1.0f, -2.5f};
+
+// Chi-square critical values at significance 0.001, by degrees of freedom.
+double critical_value(std::size_t dof) {
+  static const double table[] = {0, 10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32};
+  return table[std::min<std::size_t>(dof, 7)];
+}
+
+std::vector<double> softmax(const std::vector<float>& logits, double temperature) {
+  std::vector<double> p(logits.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < logits.size(); ++i) sum += p[i] = std::exp(static_cast<double>(logits[i]) / temperature);
+  for (double& x : p) x /= sum;
+  return p;
+}
+
+std::vector<double> renormalized(std::vector<double> p, const std::vector<bool>& keep) {
+  double sum = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) sum += keep[i] ? p[i] : 0.0;
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = keep[i] ? p[i] / sum : 0.0;
+  return p;
+}
+
+std::vector<int> draw(const SamplingParams& params, int n, uint64_t seed) {
+  LogitsSampler sampler;
+  Rng rng(seed);
+  std::vector<int> counts(kLogits.size(), 0);
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> row = kLogits;
+    ++counts[static_cast<std::size_t>(sampler.sample(row, {}, params, rng))];
+  }
+  return counts;
+}
+
+// Pearson's statistic over the tokens with non-zero expectation; tokens with zero expectation must
+// never be drawn (returns infinity when one is).
+double chi_square(const std::vector<int>& counts, const std::vector<double>& expected_p, std::size_t& dof) {
+  const double n = std::accumulate(counts.begin(), counts.end(), 0.0);
+  double stat = 0;
+  dof = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (expected_p[i] == 0.0) {
+      if (counts[i] != 0) return INFINITY;
+      continue;
+    }
+    const double e = n * expected_p[i];
+    stat += (counts[i] - e) * (counts[i] - e) / e;
+    ++dof;
+  }
+  dof -= 1;
+  return stat;
+}
+
+void check_distribution(const SamplingParams& params, const std::vector<double>& expected) {
+  const std::vector<int> counts = draw(params, 20000, 20240601);
+  std::size_t dof = 0;
+  const double stat = chi_square(counts, expected, dof);
+  INFO("chi-square " << stat << " with " << dof << " degrees of freedom");
+  CHECK(stat < critical_value(dof));
+  // The test has power: the same counts are far from the unmodified softmax.
+  std::size_t plain_dof = 0;
+  const double plain = chi_square(counts, softmax(kLogits, 1.0), plain_dof);
+  INFO("against the plain softmax: " << plain);
+  CHECK(plain > 5 * critical_value(plain_dof));
+}
+
+}  // namespace
+
+TEST_CASE("SamplingParams::validate rejects out-of-range values with the field's name") {
+  CHECK(SamplingParams{}.validate(100).ok());
+  CHECK(SamplingParams{.temperature = 3.0f}.validate(100).message() ==
+        "temperature must be in [0, 2], got 3");
+  CHECK_FALSE(SamplingParams{.top_p = 0.0f}.validate(100).ok());
+  CHECK_FALSE(SamplingParams{.min_p = 1.5f}.validate(100).ok());
+  CHECK_FALSE(SamplingParams{.top_k = -1}.validate(100).ok());
+  SamplingParams bias;
+  bias.logit_bias = {{100, 1.0f}};
+  CHECK(bias.validate(100).message() == "logit_bias: token 100 outside the vocabulary of 100");
+}
+
+TEST_CASE("greedy picks the first maximal logit") {
+  std::vector<float> logits = {0.1f, 3.0f, -1.0f, 3.0f};
+  GreedySampler greedy;
+  LogitsSampler chain;
+  Rng rng(1);
+  CHECK(greedy.sample(logits, {}, SamplingParams{.temperature = 0.0f}, rng) == 1);
+  CHECK(chain.sample(logits, {}, SamplingParams{.temperature = 0.0f}, rng) == 1);
+  CHECK(argmax(std::vector<float>{}) == -1);
+}
+
+TEST_CASE("penalties and logit_bias") {
+  std::vector<TokenId> scratch;
+  const std::vector<TokenId> prompt = {0, 1};
+  const std::vector<TokenId> output = {2, 2, 3};
+  SECTION("repetition divides positive and multiplies negative logits of every seen token") {
+    std::vector<float> logits = {2.0f, -2.0f, 1.0f, 0.5f, 4.0f};
+    apply_penalties(logits, {prompt, output}, {.repetition_penalty = 2.0f}, scratch);
+    CHECK(logits == std::vector<float>{1.0f, -4.0f, 0.5f, 0.25f, 4.0f});
+  }
+  SECTION("presence and frequency count generated tokens only") {
+    std::vector<float> logits = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+    apply_penalties(logits, {prompt, output}, {.presence_penalty = 0.5f, .frequency_penalty = 0.25f}, scratch);
+    CHECK(logits == std::vector<float>{1.0f, 1.0f, 0.0f, 0.25f, 1.0f});
+  }
+  SECTION("logit_bias adds, and can make a token the greedy choice") {
+    std::vector<float> logits = {1.0f, 3.0f, 2.0f};
+    SamplingParams params{.temperature = 0.0f};
+    params.logit_bias = {{2, 1.5f}};
+    LogitsSampler sampler;
+    Rng rng(1);
+    CHECK(sampler.sample(logits, {}, params, rng) == 2);
+  }
+  SECTION("a strong frequency penalty moves greedy off a repeated token") {
+    std::vector<float> logits = {0.0f, 0.0f, 3.0f, 2.6f};  // 3 - 2 * 0.5 < 2.6 - 0.5
+    LogitsSampler sampler;
+    Rng rng(1);
+    CHECK(sampler.sample(logits, {prompt, output}, {.temperature = 0.0f, .frequency_penalty = 0.5f}, rng) == 3);
+  }
+}
+
+TEST_CASE("seeded sampling reproduces exactly; other seeds and choices differ") {
+  auto run = [](Rng rng) {
+    LogitsSampler sampler;
+    std::vector<TokenId> tokens;
+    for (int i = 0; i < 64; ++i) {
+      std::vector<float> row = kLogits;
+      tokens.push_back(sampler.sample(row, {}, {.temperature = 1.0f}, rng));
+    }
+    return tokens;
+  };
+  CHECK(run(make_rng(42, 0)) == run(make_rng(42, 0)));
+  CHECK(run(make_rng(42, 0)) == run(Rng(42)));
+  CHECK(run(make_rng(42, 0)) != run(make_rng(43, 0)));
+  CHECK(run(make_rng(42, 1)) != run(make_rng(42, 0)));
+  CHECK(run(make_rng(42, 1)) == run(make_rng(42, 1)));
+}
+
+TEST_CASE("temperature: frequencies follow softmax(logits / T)") {
+  check_distribution({.temperature = 0.6f}, softmax(kLogits, 0.6));
+}
+
+TEST_CASE("top-k: the k most likely tokens, renormalized") {
+  std::vector<bool> keep(kLogits.size(), false);
+  keep[0] = keep[1] = keep[2] = true;
+  check_distribution({.temperature = 1.0f, .top_k = 3}, renormalized(softmax(kLogits, 1.0), keep));
+}
+
+TEST_CASE("top-p: the smallest most-likely set whose mass reaches p, renormalized") {
+  const std::vector<double> p = softmax(kLogits, 1.0);  // already in decreasing order
+  std::vector<bool> keep(p.size(), false);
+  double mass = 0;
+  for (std::size_t i = 0; i < p.size() && mass < 0.75; ++i) {
+    keep[i] = true;
+    mass += p[i];
+  }
+  REQUIRE(std::count(keep.begin(), keep.end(), true) == 3);
+  check_distribution({.temperature = 1.0f, .top_p = 0.75f}, renormalized(p, keep));
+}
+
+TEST_CASE("min-p: tokens at least min_p times as likely as the best, renormalized") {
+  const std::vector<double> p = softmax(kLogits, 1.0);
+  std::vector<bool> keep(p.size(), false);
+  for (std::size_t i = 0; i < p.size(); ++i) keep[i] = p[i] >= 0.2 * p[0];
+  REQUIRE(std::count(keep.begin(), keep.end(), true) == 4);
+  check_distribution({.temperature = 1.0f, .min_p = 0.2f}, renormalized(p, keep));
+}
+
+TEST_CASE("top-p on a large vocabulary selects without sorting and stays correct") {
+  // 50,000 tokens, one dominant: top_p 0.5 must keep just it.
+  std::vector<float> logits(50000, 0.0f);
+  logits[31337] = 20.0f;
+  LogitsSampler sampler;
+  Rng rng(3);
+  for (int i = 0; i < 20; ++i) {
+    std::vector<float> row = logits;
+    CHECK(sampler.sample(row, {}, {.temperature = 1.0f, .top_p = 0.5f}, rng) == 31337);
+  }
+  // A flat vocabulary with top_p 0.9 keeps ~90% of it: draws spread over many tokens.
+  std::vector<int> seen(50000, 0);
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<float> row(50000, 0.0f);
+    ++seen[static_cast<std::size_t>(sampler.sample(row, {}, {.temperature = 1.0f, .top_p = 0.9f}, rng))];
+  }
+  CHECK(std::count_if(seen.begin(), seen.end(), [](int c) { return c > 0; }) > 1500);
+  // Ties are broken by id: the kept 90% are the lowest ids.
+  CHECK(std::all_of(seen.begin() + 45001, seen.end(), [](int c) { return c == 0; }));
+}
+
+TEST_CASE("logprobs come from the raw distribution") {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f};
+  const TokenLogprob lp = compute_logprobs(logits, 2, 2);
+  const double lse = std::log(std::exp(1.0) + 2 * std::exp(3.0) + std::exp(2.0));
+  CHECK(lp.logprob == Approx(2.0 - lse));
+  REQUIRE(lp.top.size() == 2);
+  CHECK(lp.top[0].first == 1);
+  CHECK(lp.top[1].first == 3);
+  CHECK(lp.top[0].second == Approx(3.0 - lse));
+  CHECK(compute_logprobs(logits, 0, 0).top.empty());
+}
+
+TEST_CASE("top-p keeps exactly the reference nucleus on random vocabularies") {
+  std::mt19937 gen(17);
+  std::normal_distribution<float> normal(0.0f, 2.5f);
+  LogitsSampler sampler;
+  Rng rng(4);
+  for (const float top_p : {0.3f, 0.6f, 0.9f}) {
+    std::vector<float> logits(1000);
+    for (float& l : logits) l = normal(gen);
+    // Reference: sort by (probability desc, id asc), keep the smallest prefix reaching top_p.
+    std::vector<double> p = softmax(logits, 1.0);
+    std::vector<std::size_t> order(p.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    std::vector<bool> in_nucleus(p.size(), false);
+    double mass = 0;
+    std::size_t size = 0;
+    for (std::size_t i = 0; i < order.size() && mass < static_cast<double>(top_p); ++i, ++size) {
+      in_nucleus[order[i]] = true;
+      mass += p[order[i]];
+    }
+    std::vector<int> counts(p.size(), 0);
+    for (int draw = 0; draw < 4000; ++draw) {
+      std::vector<float> row = logits;
+      ++counts[static_cast<std::size_t>(sampler.sample(row, {}, {.temperature = 1.0f, .top_p = top_p}, rng))];
+    }
+    std::size_t outside = 0, seen = 0;
+    for (std::size_t t = 0; t < counts.size(); ++t) {
+      outside += !in_nucleus[t] && counts[t] > 0;
+      seen += counts[t] > 0;
+    }
+    INFO("top_p " << top_p << ": nucleus of " << size << ", " << seen << " tokens drawn");
+    CHECK(outside == 0);
+    CHECK(seen >= size * 3 / 4);
+    // The least likely member of the nucleus is drawn at its renormalised rate (within 5 sigma).
+    const std::size_t edge = order[size - 1];
+    const double expected = 4000 * p[edge] / mass;
+    CHECK(std::abs(counts[edge] - expected) <= 5 * std::sqrt(expected) + 1);
+  }
+}
