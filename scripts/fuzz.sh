@@ -9,7 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 seconds=${1:-60}
-targets=(fuzz_chat_template fuzz_tokenizer_json fuzz_tokenizer_encode)
+targets=(fuzz_chat_template fuzz_tokenizer_json fuzz_tokenizer_encode fuzz_safetensors)
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
@@ -18,8 +18,9 @@ work=build/fuzz/work
 findings=build/fuzz/findings
 rm -rf "$work"
 mkdir -p "$work" "$findings"
-# Seeds: the 17 real chat templates, tokenizer.json samples, the tokenizer test texts.
-mkdir -p "$work/fuzz_chat_template" "$work/fuzz_tokenizer_json" "$work/fuzz_tokenizer_encode"
+# Seeds: the 17 real chat templates, tokenizer.json samples, the tokenizer test texts, and small
+# safetensors files.
+mkdir -p "$work/fuzz_chat_template" "$work/fuzz_tokenizer_json" "$work/fuzz_tokenizer_encode" "$work/fuzz_safetensors"
 cp tests/data/chat-templates/*.jinja "$work/fuzz_chat_template/"
 cp fuzz/seeds/tokenizer_json/*.json "$work/fuzz_tokenizer_json/"
 python3 - "$work/fuzz_tokenizer_encode" <<'PY'
@@ -28,6 +29,20 @@ out = pathlib.Path(sys.argv[1])
 cases = json.load(open("tests/data/tokenizer-vectors/qwen2-cases.json"))["cases"]
 for i, case in enumerate(cases):
     (out / f"case{i:03d}").write_text(case["text"], encoding="utf-8")
+PY
+# Small valid safetensors files (and near misses) for the parser.
+python3 - "$work/fuzz_safetensors" <<'PY'
+import json, struct, sys, pathlib
+out = pathlib.Path(sys.argv[1])
+def write(name, header, data):
+    raw = json.dumps(header).encode()
+    (out / name).write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+write("two", {"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+              "b": {"dtype": "BF16", "shape": [1, 2], "data_offsets": [8, 12]},
+              "__metadata__": {"format": "pt"}}, bytes(12))
+write("f16", {"w": {"dtype": "F16", "shape": [3, 1], "data_offsets": [0, 6]}}, bytes(6))
+write("empty", {}, b"")
+write("gap", {"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}, bytes(8))
 PY
 
 status=0

@@ -12,6 +12,7 @@ struct ChoiceResult {
   std::vector<TokenId> output_ids;
   std::string text;
   std::vector<TokenLogprob> logprobs;
+  std::vector<std::vector<std::pair<TokenId, float>>> top_logits;
   FinishReason finish_reason = FinishReason::error;
   std::string finish_detail;
 };
@@ -40,6 +41,15 @@ json::object choice_json(const ChoiceResult& choice, bool with_text) {
   object["finish_reason"] = to_string(choice.finish_reason);
   if (!choice.finish_detail.empty()) object["finish_detail"] = choice.finish_detail;
   if (!choice.logprobs.empty()) object["logprobs"] = logprobs_json(choice.logprobs);
+  if (!choice.top_logits.empty()) {
+    json::array steps;
+    for (const auto& step : choice.top_logits) {
+      json::array top;
+      for (const auto& [token, logit] : step) top.push_back(json::array{token, logit});
+      steps.push_back(std::move(top));
+    }
+    object["top_logits"] = std::move(steps);
+  }
   return object;
 }
 
@@ -101,6 +111,7 @@ BatchTotals run_batch(LLMEngine& engine, std::vector<BatchJob>& jobs, std::FILE*
         choice.output_ids.insert(choice.output_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
         choice.text += delta.text;
         choice.logprobs.insert(choice.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
+        for (auto& step : delta.top_logits) choice.top_logits.push_back(std::move(step));
         if (delta.finish_reason) {
           choice.finish_reason = *delta.finish_reason;
           choice.finish_detail = std::move(delta.finish_detail);

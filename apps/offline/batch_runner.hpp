@@ -5,7 +5,7 @@
 //
 // Output line: {"id", "prompt_ids", "output_ids", "text" (with a tokenizer), "finish_reason",
 // "usage": {"prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens"}} plus
-// "finish_detail" when there is one, "logprobs" when asked for, and "choices" (one object per
+// "finish_detail" when there is one, "logprobs" and "top_logits" when asked for, and "choices" (one object per
 // choice with index, output_ids, text, finish_reason) when n > 1. A bad line gets
 // {"error": {"message", "type", "line"}}.
 

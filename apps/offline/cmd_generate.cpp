@@ -8,7 +8,8 @@
 //    and optional fields: "id" (echoed), "max_tokens" (default --max-tokens), "min_tokens", "n",
 //    "temperature" (default --temperature), "top_p", "top_k", "min_p", "seed", "presence_penalty",
 //    "frequency_penalty", "repetition_penalty", "stop" (string or list), "stop_token_ids",
-//    "ignore_eos", "logprobs" (number of top alternatives per token, 0..20).
+//    "ignore_eos", "logprobs" (number of top alternatives per token, 0..20), "top_logits" (debugging:
+//    the K largest raw logits of every generated step, default --top-logits).
 //  - .txt (or --format txt): one prompt text per line (blank lines skipped), id = line number; with
 //    --chat each line is one user message, rendered with the chat template.
 // Output: see batch_runner.hpp. Progress and the summary go to standard error.
@@ -52,6 +53,7 @@ struct GenerateOptions {
   std::optional<uint64_t> seed;
   std::string progress = "auto";  // auto, bar, lines, off
   bool chat = false;               // .txt lines are user messages
+  int32_t top_logits = 0;          // debugging: print the K largest raw logits of each step
 };
 
 // Everything a line may need besides its own fields.
@@ -148,6 +150,8 @@ Status parse_sampling(const json::object& object, SamplingParams& sampling) {
   if (seed) sampling.seed = static_cast<uint64_t>(*seed);
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> logprobs, int_field(object, "logprobs"));
   if (logprobs) sampling.num_logprobs = static_cast<int32_t>(std::clamp<int64_t>(*logprobs, -1, 1000));
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> top_logits, int_field(object, "top_logits"));
+  if (top_logits) sampling.num_top_logits = static_cast<int32_t>(std::clamp<int64_t>(*top_logits, -1, 1001));
   return Status();
 }
 
@@ -184,6 +188,7 @@ Result<GenerateRequest> parse_job(const json::value& line, const ParseContext& c
   if (object == nullptr) return Status(ErrorCode::invalid_argument, "each line must be a JSON object");
   GenerateRequest request;
   request.sampling.temperature = context.options.default_temperature;
+  request.sampling.num_top_logits = context.options.top_logits;
   LLAISYS_ASSIGN_OR_RETURN(request.prompt_ids, parse_prompt(*object, context));
   LLAISYS_RETURN_IF_ERROR(parse_sampling(*object, request.sampling));
   LLAISYS_RETURN_IF_ERROR(parse_stop(*object, context, request.stop));
@@ -227,6 +232,7 @@ Result<std::vector<BatchJob>> read_txt(const ParseContext& context) {
     BatchJob job{.id = number, .line_number = number};
     GenerateRequest request;
     request.sampling.temperature = context.options.default_temperature;
+  request.sampling.num_top_logits = context.options.top_logits;
     request.stop.max_tokens = context.options.default_max_tokens;
     Result<std::vector<TokenId>> ids =
         context.options.chat
@@ -325,6 +331,9 @@ void add_generate_command(CLI::App& app, const CommonOptions& common, int& exit_
   cmd->add_option("--kv-cache-mb", options->kv_cache_mb, "KV cache budget in MiB")->capture_default_str();
   cmd->add_option("--block-size", options->block_size, "tokens per KV block")->capture_default_str();
   cmd->add_flag("--no-prefix-cache", options->no_prefix_cache, "do not reuse KV across requests");
+  cmd->add_option("--top-logits", options->top_logits,
+                  "debugging: add the K largest raw logits of every generated step to each result ('top_logits')")
+      ->check(CLI::Range(0, 1000));
   cmd->add_option("--seed", options->seed, "seed for requests without their own seed");
   cmd->add_flag("--chat", options->chat, ".txt lines are user messages, rendered with the chat template");
   cmd->add_option("--progress", options->progress, "auto (bar on a terminal), bar, lines or off")

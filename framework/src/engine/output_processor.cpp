@@ -161,6 +161,9 @@ SeqUpdate OutputProcessor::sample_one(RequestState& r, Choice& c, const Sequence
   if (request.sampling.num_logprobs >= 0) {
     c.delta.logprobs.push_back(compute_logprobs(raw_row, token, request.sampling.num_logprobs));
   }
+  if (request.sampling.num_top_logits > 0) {
+    c.delta.top_logits.push_back(top_raw_logits(raw_row, request.sampling.num_top_logits));
+  }
 
   SeqUpdate update{.seq = c.seq, .token = token};
   std::optional<FinishReason> reason;

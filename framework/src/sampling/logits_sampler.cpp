@@ -142,6 +142,20 @@ std::size_t LogitsSampler::select_top_p(std::vector<Candidate>& candidates, doub
   return std::max<std::size_t>(lo, 1);
 }
 
+std::vector<std::pair<TokenId, float>> top_raw_logits(std::span<const float> raw_logits, int32_t k) {
+  const auto n = static_cast<std::size_t>(std::clamp<int32_t>(k, 0, static_cast<int32_t>(raw_logits.size())));
+  std::vector<TokenId> ids(raw_logits.size());
+  for (std::size_t v = 0; v < ids.size(); ++v) ids[v] = static_cast<TokenId>(v);
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(), [&](TokenId a, TokenId b) {
+    const float la = raw_logits[static_cast<std::size_t>(a)], lb = raw_logits[static_cast<std::size_t>(b)];
+    return la > lb || (la == lb && a < b);
+  });
+  std::vector<std::pair<TokenId, float>> top;
+  top.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) top.emplace_back(ids[i], raw_logits[static_cast<std::size_t>(ids[i])]);
+  return top;
+}
+
 TokenLogprob compute_logprobs(std::span<const float> raw_logits, TokenId chosen, int32_t num_top) {
   TokenLogprob result{.token = chosen};
   if (raw_logits.empty()) return result;

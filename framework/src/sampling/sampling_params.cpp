@@ -34,6 +34,7 @@ Status SamplingParams::validate(int32_t vocab_size) const {
     }
   }
   if (num_logprobs > 20) return bad("top_logprobs", "in [0, 20]", num_logprobs);
+  if (num_top_logits < 0 || num_top_logits > 1000) return bad("top_logits", "in [0, 1000]", num_top_logits);
   return Status();
 }
 

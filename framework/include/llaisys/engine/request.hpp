@@ -74,6 +74,8 @@ struct ChoiceDelta {
   std::string text;                      // new complete UTF-8 text (empty without a tokenizer)
   std::vector<TokenId> token_ids;        // new tokens
   std::vector<TokenLogprob> logprobs;    // one per new token when sampling.num_logprobs >= 0
+  // one per new token when sampling.num_top_logits > 0: the largest raw logits of that step
+  std::vector<std::vector<std::pair<TokenId, float>>> top_logits;
   std::optional<FinishReason> finish_reason;  // set on the choice's last delta
   std::string finish_detail;             // the stop string or token, or the error / ignore reason
 };

@@ -99,4 +99,8 @@ struct TokenLogprob {
 };
 TokenLogprob compute_logprobs(std::span<const float> raw_logits, TokenId chosen, int32_t num_top);
 
+// The `k` largest raw logits (the model's output row, before any processing), largest first, ties
+// by lower id: what a debugging dump compares with another implementation's logits.
+std::vector<std::pair<TokenId, float>> top_raw_logits(std::span<const float> raw_logits, int32_t k);
+
 }  // namespace llaisys

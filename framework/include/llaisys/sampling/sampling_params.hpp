@@ -24,6 +24,7 @@ struct SamplingParams {
   std::optional<uint64_t> seed;     // unset: drawn from the engine's entropy
   std::vector<std::pair<TokenId, float>> logit_bias;
   int32_t num_logprobs = -1;        // -1: none; k >= 0: the chosen token's logprob + top k
+  int32_t num_top_logits = 0;       // debugging: the k largest raw logits of every sampled step
 
   bool greedy() const { return temperature <= 0.0f; }
   // Range checks with OpenAI-like messages ("temperature must be in [0, 2], got 3").
