@@ -30,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 struct EngineBenchOptions {
   std::string shape = "qwen2-0.5b";
   std::string model_dir;
-  std::string cache_dir = "models";
+  std::string cache_dir = default_model_cache_dir();
   std::string plugin_dir;
   std::string options_json = "{}";
   std::string scenario = "all";  // throughput, prefix, all

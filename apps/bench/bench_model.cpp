@@ -30,7 +30,7 @@ namespace {
 struct ModelBenchOptions {
   std::string shape = "qwen2-0.5b";
   std::string model_dir;           // empty: generate `shape` into cache_dir
-  std::string cache_dir = "models";
+  std::string cache_dir = default_model_cache_dir();
   std::string plugin_dir;
   std::string options_json = "{}";
   int32_t threads = 2;

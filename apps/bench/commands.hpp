@@ -21,4 +21,8 @@ void add_engine_command(CLI::App& app, int& exit_code);
 // best of `repeats` runs, using `num_threads` threads each copying its own slice.
 double measure_copy_bandwidth(std::size_t bytes, int repeats, int num_threads);
 
+// Where generated benchmark models are kept by default: $XDG_CACHE_HOME/llaisys/models, else
+// ~/.cache/llaisys/models (the same cache scripts/run.sh uses), else ./bench-models.
+std::string default_model_cache_dir();
+
 }  // namespace llaisys::bench
