@@ -20,6 +20,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -32,6 +33,7 @@
 #include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
 #include "progress.hpp"
+#include "served_model.hpp"
 
 namespace llaisys::offline {
 namespace json = boost::json;
@@ -43,14 +45,7 @@ struct GenerateOptions {
   std::string format = "auto";  // auto, jsonl, txt
   int32_t default_max_tokens = 16;
   float default_temperature = 0.0f;
-  int32_t max_context = 4096;
-  // engine
-  int32_t max_num_seqs = 64;
-  int32_t max_batched_tokens = 2048;
-  int64_t kv_cache_mb = 1024;
-  int32_t block_size = 16;
-  bool no_prefix_cache = false;
-  std::optional<uint64_t> seed;
+  app::EngineOptions engine;
   std::string progress = "auto";  // auto, bar, lines, off
   bool chat = false;               // .txt lines are user messages
   int32_t top_logits = 0;          // debugging: print the K largest raw logits of each step
@@ -158,9 +153,9 @@ Status parse_sampling(const json::object& object, SamplingParams& sampling) {
 Status parse_stop(const json::object& object, const ParseContext& context, StopConditions& stop) {
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> max_tokens, int_field(object, "max_tokens"));
   stop.max_tokens = static_cast<int32_t>(std::clamp<int64_t>(max_tokens.value_or(context.options.default_max_tokens),
-                                                            -1, context.options.max_context));
+                                                            -1, std::numeric_limits<int32_t>::max()));
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> min_tokens, int_field(object, "min_tokens"));
-  if (min_tokens) stop.min_tokens = static_cast<int32_t>(std::clamp<int64_t>(*min_tokens, -1, context.options.max_context));
+  if (min_tokens) stop.min_tokens = static_cast<int32_t>(std::clamp<int64_t>(*min_tokens, -1, std::numeric_limits<int32_t>::max()));
   if (const json::value* v = object.if_contains("stop"); v != nullptr && !v->is_null()) {
     if (v->is_string()) {
       stop.stop.emplace_back(v->as_string());
@@ -258,38 +253,16 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
   PluginRegistry registry = load_plugins(common);
   auto device = parse_device(common.device);
   if (!device.ok()) return fail(device.status());
-  auto model = registry.open_model({.model_dir = options.model_dir,
-                                    .device = device.value(),
-                                    .num_threads = common.num_threads,
-                                    .options_json = "{}"});
-  if (!model.ok()) return fail(model.status());
-  std::shared_ptr<const text::Tokenizer> tokenizer;
-  if (std::filesystem::exists(options.model_dir / "tokenizer.json")) {
-    auto loaded = text::Tokenizer::from_model_dir(options.model_dir);
-    if (!loaded.ok()) return fail(loaded.status());
-    tokenizer = std::move(loaded).value();
-  }
-  std::optional<text::ChatTemplate> chat_template;
-  Status chat_template_status(ErrorCode::invalid_argument, "chat messages need a model with a tokenizer");
-  if (tokenizer) {
-    auto loaded = text::ChatTemplate::from_model_dir(options.model_dir);
-    if (loaded.ok()) {
-      chat_template = std::move(loaded).value();
-    } else {
-      chat_template_status = Status(loaded.status()).with_context("the model's chat template");
-    }
-  }
-  const ModelInfo info = model->info();
-  auto engine = LLMEngine::create(EngineModel(std::move(model).value()),
-                                  {.block_size = options.block_size,
-                                   .kv_cache_bytes = static_cast<uint64_t>(std::max<int64_t>(options.kv_cache_mb, 0)) << 20,
-                                   .max_num_seqs = options.max_num_seqs,
-                                   .max_num_batched_tokens = options.max_batched_tokens,
-                                   .max_context = options.max_context,
-                                   .enable_prefix_cache = !options.no_prefix_cache,
-                                   .seed = options.seed},
-                                  tokenizer);
-  if (!engine.ok()) return fail(engine.status());
+  auto served = app::load_served_model(registry, {.model_dir = options.model_dir,
+                                                  .device = device.value(),
+                                                  .num_threads = common.num_threads,
+                                                  .engine = options.engine});
+  if (!served.ok()) return fail(served.status());
+  const ModelInfo& info = served->info;
+  const std::shared_ptr<const text::Tokenizer>& tokenizer = served->tokenizer;
+  const std::optional<text::ChatTemplate>& chat_template = served->chat_template;
+  const Status& chat_template_status = served->chat_template_status;
+  auto& engine = served->engine;
 
   const ParseContext context{.options = options,
                              .info = info,
@@ -309,9 +282,9 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
   }
   ProgressReporter progress(stderr, static_cast<int64_t>(jobs->size()), style);
   const auto start = std::chrono::steady_clock::now();
-  const BatchTotals totals = run_batch(**engine, *jobs, stdout, progress);
+  const BatchTotals totals = run_batch(*engine, *jobs, stdout, progress);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print(stderr, "{}", format_summary(totals, (*engine)->stats(), seconds));
+  fmt::print(stderr, "{}", format_summary(totals, engine->stats(), seconds));
   return totals.num_failed == 0 ? 0 : 1;
 }
 
@@ -325,16 +298,10 @@ void add_generate_command(CLI::App& app, const CommonOptions& common, int& exit_
   cmd->add_option("--format", options->format, "auto, jsonl or txt")->capture_default_str()->check(CLI::IsMember({"auto", "jsonl", "txt"}));
   cmd->add_option("--max-tokens", options->default_max_tokens, "default max_tokens per request")->capture_default_str();
   cmd->add_option("--temperature", options->default_temperature, "default temperature (0: greedy)")->capture_default_str();
-  cmd->add_option("--max-context", options->max_context, "context limit (tokens)")->capture_default_str();
-  cmd->add_option("--max-num-seqs", options->max_num_seqs, "sequences decoding at once")->capture_default_str();
-  cmd->add_option("--max-batched-tokens", options->max_batched_tokens, "tokens per forward pass")->capture_default_str();
-  cmd->add_option("--kv-cache-mb", options->kv_cache_mb, "KV cache budget in MiB")->capture_default_str();
-  cmd->add_option("--block-size", options->block_size, "tokens per KV block")->capture_default_str();
-  cmd->add_flag("--no-prefix-cache", options->no_prefix_cache, "do not reuse KV across requests");
+  app::add_engine_options(*cmd, options->engine);
   cmd->add_option("--top-logits", options->top_logits,
                   "debugging: add the K largest raw logits of every generated step to each result ('top_logits')")
       ->check(CLI::Range(0, 1000));
-  cmd->add_option("--seed", options->seed, "seed for requests without their own seed");
   cmd->add_flag("--chat", options->chat, ".txt lines are user messages, rendered with the chat template");
   cmd->add_option("--progress", options->progress, "auto (bar on a terminal), bar, lines or off")
       ->capture_default_str()->check(CLI::IsMember({"auto", "bar", "lines", "off"}));

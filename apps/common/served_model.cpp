@@ -1,0 +1,65 @@
+#include "served_model.hpp"
+
+#include <algorithm>
+
+namespace llaisys::app {
+
+void add_engine_options(CLI::App& cmd, EngineOptions& options) {
+  cmd.add_option("--max-context", options.max_context, "context limit in tokens (0: the model's)")
+      ->capture_default_str();
+  cmd.add_option("--max-num-seqs", options.max_num_seqs, "sequences decoding at once")->capture_default_str();
+  cmd.add_option("--max-batched-tokens", options.max_batched_tokens, "tokens per forward pass")
+      ->capture_default_str();
+  cmd.add_option("--kv-cache-mb", options.kv_cache_mb, "KV cache budget in MiB")->capture_default_str();
+  cmd.add_option("--block-size", options.block_size, "tokens per KV block")->capture_default_str();
+  cmd.add_flag("--no-prefix-cache", options.no_prefix_cache, "do not reuse KV across requests");
+  cmd.add_option("--seed", options.seed, "seed for requests without their own seed");
+}
+
+EngineConfig to_engine_config(const EngineOptions& options, std::string cache_namespace) {
+  return {.block_size = options.block_size,
+          .kv_cache_bytes = static_cast<uint64_t>(std::max<int64_t>(options.kv_cache_mb, 0)) << 20,
+          .max_num_seqs = options.max_num_seqs,
+          .max_num_batched_tokens = options.max_batched_tokens,
+          .max_context = options.max_context,
+          .enable_prefix_cache = !options.no_prefix_cache,
+          .cache_namespace = std::move(cache_namespace),
+          .seed = options.seed};
+}
+
+Result<ServedModel> load_served_model(const PluginRegistry& registry, const ModelLoadOptions& options) {
+  auto model = registry.open_model({.model_dir = options.model_dir,
+                                    .device = options.device,
+                                    .num_threads = options.num_threads,
+                                    .options_json = options.plugin_options_json});
+  if (!model.ok()) return model.status();
+
+  ServedModel served{.model_dir = options.model_dir,
+                     .info = model->info(),
+                     .chat_template_status = Status(ErrorCode::invalid_argument,
+                                                    "chat messages need a model with a tokenizer")};
+  if (std::filesystem::exists(options.model_dir / "tokenizer.json")) {
+    auto tokenizer = text::Tokenizer::from_model_dir(options.model_dir);
+    if (!tokenizer.ok()) return Status(tokenizer.status()).with_context("the model's tokenizer");
+    served.tokenizer = std::move(tokenizer).value();
+  }
+  if (served.tokenizer) {
+    auto chat_template = options.chat_template_file.empty()
+                             ? text::ChatTemplate::from_model_dir(options.model_dir)
+                             : text::ChatTemplate::from_file(options.chat_template_file, options.model_dir);
+    if (chat_template.ok()) {
+      served.chat_template = std::move(chat_template).value();
+    } else if (!options.chat_template_file.empty()) {
+      return Status(chat_template.status()).with_context("--chat-template");
+    } else {
+      served.chat_template_status = Status(chat_template.status()).with_context("the model's chat template");
+    }
+  }
+  auto engine = LLMEngine::create(EngineModel(std::move(model).value()),
+                                  to_engine_config(options.engine, options.cache_namespace), served.tokenizer);
+  if (!engine.ok()) return engine.status();
+  served.engine = std::move(engine).value();
+  return served;
+}
+
+}  // namespace llaisys::app
