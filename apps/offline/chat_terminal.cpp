@@ -2,6 +2,7 @@
 
 #include <histedit.h>
 #include <langinfo.h>
+#include <unicode/unistr.h>
 
 #include <atomic>
 #include <clocale>
@@ -135,6 +136,12 @@ SigintWatch::SigintWatch() {
 SigintWatch::~SigintWatch() { sigaction(SIGINT, &g_previous_sigint, nullptr); }
 
 bool SigintWatch::triggered() const { return g_sigint.load(std::memory_order_relaxed); }
+
+std::string valid_utf8(std::string_view text) {
+  std::string out;
+  icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size()))).toUTF8String(out);
+  return out;
+}
 
 std::string terminal_safe(std::string_view text) {
   static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD

@@ -46,6 +46,11 @@ class SigintWatch {
   bool triggered() const;
 };
 
+// `text` with each ill-formed UTF-8 sequence replaced by U+FFFD (ICU), as the tokenizer would see
+// it anyway; typed or piped messages go through this so that what is kept and saved (JSON) is
+// valid UTF-8 and equals what the model was given.
+std::string valid_utf8(std::string_view text);
+
 // Model text as a terminal may show it: C0 controls other than tab and newline, DEL and the C1
 // controls (U+0080..U+009F) become U+FFFD, so a generated escape sequence cannot move the cursor,
 // retitle the window or worse. `text` is complete UTF-8 (as the engine's deltas are).

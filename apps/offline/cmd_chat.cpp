@@ -90,9 +90,18 @@ std::string format_stats(const ChatSession& session) {
 }
 
 Result<json::value> read_json_file(const std::filesystem::path& path) {
+  std::error_code code;
+  if (!std::filesystem::is_regular_file(path, code)) {
+    return make_error(ErrorCode::not_found, "cannot open '{}': not a file", path.string());
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) return make_error(ErrorCode::not_found, "cannot open '{}'", path.string());
-  const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  std::string text;
+  try {  // libstdc++ throws from a read error even without an exception mask
+    text.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::io_error, "reading '{}' failed: {}", path.string(), e.what());
+  }
   boost::system::error_code error;
   json::value value = json::parse(text, error);
   if (error) return make_error(ErrorCode::parse_error, "'{}' is not JSON: {}", path.string(), error.message());
@@ -135,7 +144,7 @@ class ChatLoop {
       if (text.starts_with('/') && !text.starts_with("//")) {
         command(text);
       } else {
-        turn(text.starts_with("//") ? text.substr(1) : std::move(text));
+        turn(valid_utf8(text.starts_with("//") ? std::string_view(text).substr(1) : std::string_view(text)));
       }
     }
     return failed_ && !interactive_ ? 1 : 0;
@@ -201,7 +210,7 @@ class ChatLoop {
         notice(session_.system_prompt().empty() ? "no system prompt (the template's default applies)"
                                                 : "system prompt: " + session_.system_prompt());
       } else {
-        session_.set_system_prompt(argument == "-" ? "" : argument);
+        session_.set_system_prompt(argument == "-" ? "" : valid_utf8(argument));
         notice(argument == "-" ? "system prompt removed" : "system prompt set");
       }
     } else if (name == "/stats") {
@@ -258,7 +267,7 @@ int run_chat(const CommonOptions& common, const ChatCommandOptions& options) {
                         .max_tokens = options.max_tokens};
   if (Status valid = settings.sampling.validate(served->info.vocab_size); !valid.ok()) return fail(valid);
   ChatSession session(*served->engine, *served->tokenizer, *served->chat_template, std::move(settings));
-  session.set_system_prompt(options.system_prompt);
+  session.set_system_prompt(valid_utf8(options.system_prompt));
   if (!options.load_file.empty()) {
     Result<json::value> value = read_json_file(options.load_file);
     const Status loaded = value.ok() ? session.load(value.value()) : value.status();

@@ -10,6 +10,7 @@ piped chat with --load).
 On the mock (slowed to 100 ms a step, block size 1 so the prefill bound is exact): Ctrl-C in the
 middle of an answer brings the prompt back at once, the next turns work and reuse the cache,
 Ctrl-C at the prompt abandons the line, Up recalls history, Ctrl-D quits with status 0.
+Control characters in an answer (a byte-token mock) show as U+FFFD on the terminal.
 """
 
 import json
@@ -191,6 +192,28 @@ try:
     full = Reference(offline, mock, max_tokens).generate_messages(messages[:1])["text"]
     assert messages[1]["content"] and full.startswith(messages[1]["content"]) and messages[1]["content"] != full, \
         "the stopped answer should be the beginning of the full one"
+
+    # --- control characters in an answer reach the terminal as U+FFFD, raw in the saved JSON -----
+    raw = make_mock(work, tiny, name="mock-bytes", text_vocab_size=256)  # byte tokens: controls too
+    chat = Chat("bytes", "--model", raw, "--temperature", "0", "--max-tokens", "64")
+    chat.send("x")
+    saved = os.path.join(work, "bytes.json")
+    chat.send(f"/save {saved}")
+    screen = chat.screen()
+    chat.quit()
+    answer = load(saved)[1]["content"]
+    controls = [c for c in answer if (ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F]
+    assert controls, "the byte-token mock should have produced control characters"
+    shown = re.search(r"^> x\n(.*?)\n> /save", screen, re.S | re.M).group(1)
+    expected = "".join("\ufffd" if c in controls else c for c in answer)
+    # The printable ASCII of the answer is all on the screen, in order (an escape sequence run by
+    # the terminal would have eaten some), and every control character left a U+FFFD. (Other
+    # characters are left out of the comparison: tmux drops or merges unassigned and combining ones.)
+    def ascii_of(text):
+        return "".join(c for c in text if "!" <= c <= "~")
+    assert ascii_of(shown) == ascii_of(expected), f"screen {shown!r} != {expected!r}"
+    assert shown.count("\ufffd") >= expected.count("\ufffd"), f"screen {shown!r} != {expected!r}"
+    print(f"control characters: {len(controls)} shown as U+FFFD on the terminal")
     print("chat terminal e2e: ok")
 finally:
     tmux("kill-server", check=False)
