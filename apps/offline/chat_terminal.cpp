@@ -52,7 +52,8 @@ class EditorReader final : public LineReader {
     el_set(editor_, EL_HIST, history, history_);
     el_set(editor_, EL_PROMPT, current_prompt);
     el_set(editor_, EL_SIGNAL, 1);  // window size changes and suspend/resume while editing
-    el_set(editor_, EL_ADDFN, "llaisys-abandon-line", "abandon the line (Ctrl-C)", abandon_line);
+    // The wide call keeps our (static) strings; the narrow el_set copies them and never frees them.
+    el_wset(editor_, EL_ADDFN, L"llaisys-abandon-line", L"abandon the line (Ctrl-C)", abandon_line);
     el_set(editor_, EL_BIND, "^C", "llaisys-abandon-line", nullptr);
     // Ctrl-C reaches the editor as a key while editing; answers are streamed in the terminal's
     // normal mode, where it raises SIGINT again (see SigintWatch).
