@@ -155,18 +155,18 @@ Result<TurnResult> ChatSession::send(std::string user_text, const TurnCallbacks&
   std::optional<RequestOutput> last;
   bool stopping = false;
   bool dropped_tokens = false;  // a stop discarded tokens whose step ran the last kept one
-  while (!last && engine_.has_unfinished()) {
+  auto check_stop = [&] {
     if (!stopping && callbacks.should_stop && callbacks.should_stop()) {
       engine_.abort(id);  // the final output (finish_reason abort) comes with the next step
       stopping = true;
     }
+  };
+  while (!last && engine_.has_unfinished()) {
+    check_stop();
     std::vector<RequestOutput> outputs = engine_.step();
-    if (!stopping && callbacks.should_stop && callbacks.should_stop()) {
-      engine_.abort(id);
-      stopping = true;
-    }
+    // A stop asked for during the step drops what the step produced: nothing shows up after it.
+    check_stop();
     for (RequestOutput& output : outputs) {
-      // A stop asked for during the step drops what the step produced: nothing shows up after it.
       if (output.id != id) continue;
       if (stopping && !output.finished) {
         dropped_tokens = dropped_tokens || std::any_of(output.choices.begin(), output.choices.end(),
