@@ -73,7 +73,8 @@ class EditorReader final : public LineReader {
     int count = 0;
     const char* line = el_gets(editor_, &count);
     if (line == nullptr || count <= 0) return std::nullopt;
-    InputLine result{.text = std::string(line, static_cast<std::size_t>(count)), .interrupted = state_.interrupted};
+    // The line is NUL-terminated multibyte text; strlen avoids relying on how `count` is measured.
+    InputLine result{.text = std::string(line), .interrupted = state_.interrupted};
     while (!result.text.empty() && (result.text.back() == '\n' || result.text.back() == '\r')) result.text.pop_back();
     return result;
   }

@@ -47,9 +47,10 @@ class Chat:
         self.name = name
         self.status_file = os.path.join(work, name + ".status")
         command = " ".join(f"'{a}'" for a in [offline, "chat", *args])
-        tmux("new-session", "-d", "-s", name, "-x", "200", "-y", "50",
+        # The scrollback limit applies to windows created after it is set: set it first.
+        tmux("start-server", ";", "set-option", "-g", "history-limit", "20000", ";",
+             "new-session", "-d", "-s", name, "-x", "200", "-y", "50",
              f"{command}; echo $? > '{self.status_file}'; sleep 600")
-        tmux("set-option", "-t", name, "history-limit", "20000")
         self.wait_prompt(count=1)
 
     def screen(self):
