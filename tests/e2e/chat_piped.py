@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from chat_models import Reference, make_mock, make_tiny_qwen2, run  # noqa: E402
 
