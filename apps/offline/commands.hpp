@@ -24,6 +24,8 @@ PluginRegistry load_plugins(const CommonOptions& options);
 // Each returns the subcommand's exit code through `exit_code` when it ran.
 void add_plugins_command(CLI::App& app, const CommonOptions& options, int& exit_code);
 void add_generate_command(CLI::App& app, const CommonOptions& options, int& exit_code);
+// chat: an interactive conversation (or one message per line from a pipe).
+void add_chat_command(CLI::App& app, const CommonOptions& options, int& exit_code);
 // tokenize, detokenize, render: a model directory's tokenizer and chat template over JSONL.
 void add_text_commands(CLI::App& app, int& exit_code);
 

@@ -1,4 +1,4 @@
-// llaisys-offline: batch jobs over JSONL files (generation, inspection). See README.md.
+// llaisys-offline: batch jobs over JSONL files (generation, inspection) and a terminal chat. See README.md.
 
 #include <cstdio>
 
@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   add_plugins_command(app, options, exit_code);
   add_generate_command(app, options, exit_code);
+  add_chat_command(app, options, exit_code);
   add_text_commands(app, exit_code);
 
   app.parse_complete_callback([&] { llaisys::app::init_logging(options.log_level); });
