@@ -55,7 +55,7 @@ TokenId argmax(const std::vector<float>& row) {
 }
 
 AnyModel open_stories(const std::filesystem::path& dir = kStories, const std::string& options = "{}") {
-  return open_plugin_model("libllaisys-llama.so", dir, 2, options, 64);
+  return open_plugin_model("libllaisys-llama.so", dir, /*num_threads=*/1, options, 64);
 }
 
 // Greedy generation of several sequences decoded together, one token each per pass (prefill of all
