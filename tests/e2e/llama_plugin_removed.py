@@ -28,7 +28,7 @@ def main() -> int:
     failures = []
 
     def run(plugins, *args, stdin=""):
-        return subprocess.run([offline, "--plugin-dir", str(plugins), *args], input=stdin, capture_output=True,
+        return subprocess.run([offline, "--threads", "1", "--plugin-dir", str(plugins), *args], input=stdin, capture_output=True,
                               text=True)
 
     def generate(plugins, model):

@@ -25,7 +25,7 @@ def main() -> int:
     failures = []
     (work / "chat.txt").write_text("Once upon a time\n")
 
-    run = subprocess.run([offline, "generate", "--model", stories, "--chat", "--max-tokens", "8", "--progress", "off",
+    run = subprocess.run([offline, "--threads", "1", "generate", "--model", stories, "--chat", "--max-tokens", "8", "--progress", "off",
                           str(work / "chat.txt")], capture_output=True, text=True)
     if run.returncode != 0 or "chat template: fallback: chatml" not in run.stderr:
         failures.append(f"stories260K --chat should use the ChatML fallback: rc {run.returncode}\n{run.stderr}")
