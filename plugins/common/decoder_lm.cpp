@@ -11,7 +11,6 @@
 #include "cpu/paged_kv.hpp"
 #include "cpu/rms_norm.hpp"
 #include "cpu/rope.hpp"
-#include "rope_frequencies.hpp"
 #include "cpu/swiglu.hpp"
 #include "llaisys/core/log.hpp"
 

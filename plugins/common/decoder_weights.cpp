@@ -99,13 +99,13 @@ Result<DecoderWeights> load_decoder_weights(const WeightStore& store, const Deco
     LLAISYS_ASSIGN_OR_RETURN(layer.k, load.matrix_of(p + "self_attn.k_proj.weight", kv_dim, h));
     LLAISYS_ASSIGN_OR_RETURN(layer.v, load.matrix_of(p + "self_attn.v_proj.weight", kv_dim, h));
     LLAISYS_ASSIGN_OR_RETURN(layer.o, load.matrix_of(p + "self_attn.o_proj.weight", h, q_dim));
-    if (c.o_bias) {
-      LLAISYS_ASSIGN_OR_RETURN(layer.o_bias, load.vector_of(p + "self_attn.o_proj.bias", h));
-    }
     if (c.qkv_bias) {
       LLAISYS_ASSIGN_OR_RETURN(layer.q_bias, load.vector_of(p + "self_attn.q_proj.bias", q_dim));
       LLAISYS_ASSIGN_OR_RETURN(layer.k_bias, load.vector_of(p + "self_attn.k_proj.bias", kv_dim));
       LLAISYS_ASSIGN_OR_RETURN(layer.v_bias, load.vector_of(p + "self_attn.v_proj.bias", kv_dim));
+    }
+    if (c.o_bias) {
+      LLAISYS_ASSIGN_OR_RETURN(layer.o_bias, load.vector_of(p + "self_attn.o_proj.bias", h));
     }
     LLAISYS_ASSIGN_OR_RETURN(layer.post_norm, load.vector_of(p + "post_attention_layernorm.weight", h));
     LLAISYS_ASSIGN_OR_RETURN(layer.gate, load.matrix_of(p + "mlp.gate_proj.weight", inter, h));
