@@ -2,7 +2,29 @@
 
 #include <algorithm>
 
+#include "llaisys/core/log.hpp"
+
 namespace llaisys::app {
+
+const char* const kFallbackChatTemplate =
+    "{%- for message in messages -%}\n"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' -}}\n"
+    "{%- endfor -%}\n"
+    "{%- if add_generation_prompt -%}\n"
+    "{{- '<|im_start|>assistant\\n' -}}\n"
+    "{%- endif -%}\n";
+
+Result<text::ChatTemplate> fallback_chat_template(const text::Tokenizer& tokenizer) {
+  // Like llama.cpp, start with BOS when the tokenizer adds one to plain text (base Llama models
+  // expect it; a rendered chat is encoded without adding special tokens).
+  const auto empty = tokenizer.encode("", /*add_special_tokens=*/true);
+  const std::optional<TokenId> bos = tokenizer.bos_token_id();
+  if (empty.ok() && bos && !empty->empty() && empty->front() == *bos) {
+    return text::ChatTemplate::from_string(std::string("{{- bos_token -}}\n") + kFallbackChatTemplate,
+                                           tokenizer.token_text(*bos).value_or(""));
+  }
+  return text::ChatTemplate::from_string(kFallbackChatTemplate);
+}
 
 void add_engine_options(CLI::App& cmd, EngineOptions& options) {
   cmd.add_option("--max-context", options.max_context, "context limit in tokens (0: the model's)")
@@ -49,8 +71,17 @@ Result<ServedModel> load_served_model(const PluginRegistry& registry, const Mode
                              : text::ChatTemplate::from_file(options.chat_template_file, options.model_dir);
     if (chat_template.ok()) {
       served.chat_template = std::move(chat_template).value();
+      served.chat_template_source = options.chat_template_file.empty() ? "model" : "file";
     } else if (!options.chat_template_file.empty()) {
       return Status(chat_template.status()).with_context("--chat-template");
+    } else if (chat_template.status().code() == ErrorCode::not_found) {
+      // No template at all: fall back to ChatML rather than refusing chat requests.
+      log::info("{}: {}; chat requests use the fallback ChatML template", options.model_dir.string(),
+                chat_template.status().message());
+      auto fallback = fallback_chat_template(*served.tokenizer);
+      if (!fallback.ok()) return Status(fallback.status()).with_context("the fallback chat template");
+      served.chat_template = std::move(fallback).value();
+      served.chat_template_source = "fallback: chatml";
     } else {
       served.chat_template_status = Status(chat_template.status()).with_context("the model's chat template");
     }

@@ -45,17 +45,32 @@ struct ModelLoadOptions {
   std::string cache_namespace;          // prefix-cache key space (several models in one process)
 };
 
+// The chat template for models that have none (e.g. base models such as stories260K): ChatML, as
+// llama.cpp falls back to. Each message becomes "<|im_start|>{role}\n{content}<|im_end|>\n", then
+// "<|im_start|>assistant\n" asks for the answer; BOS comes first when the tokenizer adds one to plain
+// text. The markers are plain text to a model that was not trained on them, so such a model only
+// approximates a chat.
+extern const char* const kFallbackChatTemplate;
+
+// kFallbackChatTemplate for `tokenizer`'s model (with its BOS when the tokenizer adds one).
+Result<text::ChatTemplate> fallback_chat_template(const text::Tokenizer& tokenizer);
+
 struct ServedModel {
   std::filesystem::path model_dir;
   ModelInfo info;
   std::shared_ptr<const text::Tokenizer> tokenizer;  // null when the directory has no tokenizer.json
   std::optional<text::ChatTemplate> chat_template;   // absent: chat_template_status says why
   Status chat_template_status;
+  // Which template chat requests use: "model" (tokenizer_config.json or chat_template.jinja), "file"
+  // (ModelLoadOptions::chat_template_file), "fallback: chatml" (the model has none), or "none"
+  // (no tokenizer, or the model's template is broken: chat_template_status says why).
+  std::string chat_template_source = "none";
   std::unique_ptr<LLMEngine> engine;
 };
 
 // Opens the model through the registry, then its tokenizer (when tokenizer.json exists) and chat
-// template (a missing or broken template is not fatal: chat requests get chat_template_status).
+// template (the model's; kFallbackChatTemplate when it has none; a broken template is not fatal:
+// chat requests get chat_template_status).
 Result<ServedModel> load_served_model(const PluginRegistry& registry, const ModelLoadOptions& options);
 
 }  // namespace llaisys::app

@@ -285,6 +285,8 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
   const BatchTotals totals = run_batch(*engine, *jobs, stdout, progress);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print(stderr, "{}", format_summary(totals, engine->stats(), seconds));
+  fmt::print(stderr, "  model: {} ({}), chat template: {}\n", options.model_dir.string(), info.architecture,
+             served->chat_template_source);
   return totals.num_failed == 0 ? 0 : 1;
 }
 

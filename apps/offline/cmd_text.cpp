@@ -17,6 +17,7 @@
 #include "jsonl.hpp"
 #include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
+#include "served_model.hpp"
 
 namespace llaisys::offline {
 namespace json = boost::json;
@@ -108,8 +109,14 @@ int run_render(const TextOptions& options) {
   auto tokenizer = load_tokenizer(options);
   if (!tokenizer.ok()) return 1;
   auto chat_template = [&]() -> Result<text::ChatTemplate> {
-    if (options.template_file.empty()) return text::ChatTemplate::from_model_dir(options.model_dir, options.template_name);
-    return text::ChatTemplate::from_file(options.template_file, options.model_dir);
+    if (!options.template_file.empty()) return text::ChatTemplate::from_file(options.template_file, options.model_dir);
+    auto from_model = text::ChatTemplate::from_model_dir(options.model_dir, options.template_name);
+    if (from_model.ok() || from_model.status().code() != ErrorCode::not_found || !options.template_name.empty()) {
+      return from_model;
+    }
+    // The same fallback generate uses for a model without a chat template.
+    fmt::print(stderr, "note: {}; rendering with the fallback ChatML template\n", from_model.status().message());
+    return app::fallback_chat_template(*tokenizer.value());
   }();
   if (!chat_template.ok()) {
     fmt::print(stderr, "error: {}\n", chat_template.status().message());

@@ -82,6 +82,7 @@ DecoderLM::DecoderLM(DecoderConfig config, WeightStore store, DecoderWeights wei
     : config_(std::move(config)),
       store_(std::move(store)),
       weights_(std::move(weights)),
+      rope_(make_rope_frequencies(config_.head_dim, config_.rope_theta, config_.rope_scaling)),
       pool_(num_threads),
       ctx_{.pool = &pool_, .isa = isa} {
   info_ = ModelInfo{.architecture = std::move(architecture),
@@ -164,18 +165,18 @@ void DecoderLM::run_layer(int32_t layer_index, const cpu::BatchSlots& slots, Act
   cpu::kv_cache_write(ctx_, kv, slots, a.k, kv_dim, a.v, kv_dim);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   cpu::paged_attention(ctx_, kv, slots, a.q, q_dim, config_.num_heads, scale, a.attn, q_dim);
-  const cpu::LinearJob o_proj{.weight = w.o, .y = a.x, .y_stride = hidden, .accumulate = true};
+  const cpu::LinearJob o_proj{.weight = w.o, .bias = bias(w.o_bias), .y = a.x, .y_stride = hidden, .accumulate = true};
   cpu::linear(ctx_, a.attn, q_dim, t, q_dim, std::span(&o_proj, 1));
 
   // MLP block.
   cpu::rms_norm(ctx_, a.x, hidden, t, hidden, w.post_norm.data(), config_.rms_norm_eps, a.h, hidden);
   const cpu::LinearJob gate_up[] = {
-      {.weight = w.gate, .y = a.gate, .y_stride = inter},
-      {.weight = w.up, .y = a.up, .y_stride = inter},
+      {.weight = w.gate, .bias = bias(w.gate_bias), .y = a.gate, .y_stride = inter},
+      {.weight = w.up, .bias = bias(w.up_bias), .y = a.up, .y_stride = inter},
   };
   cpu::linear(ctx_, a.h, hidden, t, hidden, gate_up);
   cpu::swiglu(ctx_, a.gate, inter, a.up, inter, t, inter, a.gate, inter);
-  const cpu::LinearJob down{.weight = w.down, .y = a.x, .y_stride = hidden, .accumulate = true};
+  const cpu::LinearJob down{.weight = w.down, .bias = bias(w.down_bias), .y = a.x, .y_stride = hidden, .accumulate = true};
   cpu::linear(ctx_, a.gate, inter, t, inter, std::span(&down, 1));
 }
 
@@ -214,7 +215,7 @@ Status DecoderLM::forward(const ForwardBatch& batch, std::span<float> out) {
   a.out_rows = take(num_outputs * hidden);
 
   cpu::embedding(ctx_, weights_.embed, batch.token_ids.data(), t, a.x, hidden);
-  cpu::rope_tables(batch.positions.data(), t, hd, config_.rope_theta, config_.rope_position_scale, a.cos, a.sin);
+  fill_rope_tables(rope_, batch.positions.data(), t, a.cos, a.sin);
   const cpu::BatchSlots slots{.num_tokens = t,
                               .positions = batch.positions.data(),
                               .seq_indices = batch.seq_indices.data(),

@@ -1,12 +1,12 @@
 #pragma once
 // DecoderLM: the CPU forward pass of a Llama-family causal language model over a paged KV cache.
-// Architecture plugins (qwen2, later llama) are thin wrappers: they name their variant and forward
-// the Model calls here.
+// Architecture plugins (qwen2, llama) are thin: they name their variant (decoder_plugin.hpp).
 //
 // One pass over a ForwardBatch (any mix of prefill chunks and decode tokens of several sequences):
 //   x = embed(ids)
 //   per layer: h = rms_norm(x); q, k, v = h Wq,k,v (+ bias); rope(q, k); store k, v in their slots;
-//              x += attention(q, cache) Wo;  h = rms_norm(x); x += swiglu(h Wgate, h Wup) Wdown
+//              x += attention(q, cache) Wo (+ bias);
+//              h = rms_norm(x); x += swiglu(h Wgate (+ bias), h Wup (+ bias)) Wdown (+ bias)
 //   rows that want output: rms_norm(x) -> hidden states, or their product with the lm head -> logits.
 // Every kernel is batch invariant (kernels/cpu/*.hpp), so a token's outputs are bit-identical
 // whatever else is in the batch, and whatever the thread count.
@@ -21,6 +21,7 @@
 #include "cpu/context.hpp"
 #include "cpu/paged_kv.hpp"
 #include "decoder_weights.hpp"
+#include "rope_frequencies.hpp"
 #include "llaisys/core/memory.hpp"
 #include "llaisys/model/model.hpp"
 #include "llaisys/model/safetensors.hpp"
@@ -51,6 +52,7 @@ class DecoderLM {
   DecoderConfig config_;
   WeightStore store_;  // owns the mapped files the weights point into
   DecoderWeights weights_;
+  RopeFrequencies rope_;
   cpu::ThreadPool pool_;
   cpu::CpuContext ctx_;
   ModelInfo info_;

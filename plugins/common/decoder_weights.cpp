@@ -13,13 +13,16 @@ uint64_t matrix_bytes(const cpu::WeightMatrix& m) {
   return static_cast<uint64_t>(m.rows) * static_cast<uint64_t>(m.cols) * dtype_size(m.dtype);
 }
 
-std::vector<float> to_f32(const TensorView& view) {
+Result<std::vector<float>> to_f32(const std::string& name, const TensorView& view) {
   std::vector<float> out(static_cast<std::size_t>(view.numel()));
   for (std::size_t i = 0; i < out.size(); ++i) {
     switch (view.dtype()) {
       case DType::bf16: out[i] = bf16_to_f32(view.data_as<const bf16_t>()[i]); break;
       case DType::f16: out[i] = f16_to_f32(view.data_as<const f16_t>()[i]); break;
-      default: out[i] = view.data_as<const float>()[i];
+      case DType::f32: out[i] = view.data_as<const float>()[i]; break;
+      default:
+        return make_error(ErrorCode::unsupported, "tensor '{}' has dtype {}; weights must be BF16, F16 or F32", name,
+                          to_string(view.dtype()));
     }
   }
   return out;
@@ -35,7 +38,7 @@ class Loader {
   }
   Result<std::vector<float>> vector_of(const std::string& name, int64_t size) {
     LLAISYS_ASSIGN_OR_RETURN(TensorView view, store_.require(name, Shape{size}));
-    return to_f32(view);
+    return to_f32(name, view);
   }
 
  private:
@@ -45,10 +48,21 @@ class Loader {
 }  // namespace
 
 Result<DecoderConfig> make_decoder_config(const HfTransformerConfig& hf, const DecoderVariant& variant) {
-  if (hf.mlp_bias) return Status(ErrorCode::unsupported, "config.json: mlp_bias is true; the decoder has no MLP biases");
-  if (hf.attention_bias && !variant.qkv_bias) {
-    return make_error(ErrorCode::unsupported, "config.json: attention_bias is true; {} has no attention biases",
-                      variant.architecture);
+  bool qkv_bias = variant.qkv_bias;
+  bool o_bias = false;
+  bool mlp_bias = false;
+  if (variant.biases_from_config) {
+    qkv_bias = o_bias = hf.attention_bias;
+    mlp_bias = hf.mlp_bias;
+  } else {
+    if (hf.mlp_bias) {
+      return make_error(ErrorCode::unsupported, "config.json: mlp_bias is true; {} has no MLP biases",
+                        variant.architecture);
+    }
+    if (hf.attention_bias && !variant.qkv_bias) {
+      return make_error(ErrorCode::unsupported, "config.json: attention_bias is true; {} has no attention biases",
+                        variant.architecture);
+    }
   }
   return DecoderConfig{.vocab_size = hf.vocab_size,
                        .hidden_size = hf.hidden_size,
@@ -60,9 +74,10 @@ Result<DecoderConfig> make_decoder_config(const HfTransformerConfig& hf, const D
                        .max_context = hf.max_position_embeddings,
                        .rms_norm_eps = static_cast<float>(hf.rms_norm_eps),
                        .rope_theta = hf.rope_theta,
-                       .rope_position_scale =
-                           hf.rope_scaling.kind == RopeScaling::Kind::linear ? hf.rope_scaling.factor : 1.0,
-                       .qkv_bias = variant.qkv_bias,
+                       .rope_scaling = hf.rope_scaling,
+                       .qkv_bias = qkv_bias,
+                       .o_bias = o_bias,
+                       .mlp_bias = mlp_bias,
                        .tie_word_embeddings = hf.tie_word_embeddings,
                        .bos_token_id = hf.bos_token_id,
                        .eos_token_ids = hf.eos_token_ids};
@@ -89,10 +104,18 @@ Result<DecoderWeights> load_decoder_weights(const WeightStore& store, const Deco
       LLAISYS_ASSIGN_OR_RETURN(layer.k_bias, load.vector_of(p + "self_attn.k_proj.bias", kv_dim));
       LLAISYS_ASSIGN_OR_RETURN(layer.v_bias, load.vector_of(p + "self_attn.v_proj.bias", kv_dim));
     }
+    if (c.o_bias) {
+      LLAISYS_ASSIGN_OR_RETURN(layer.o_bias, load.vector_of(p + "self_attn.o_proj.bias", h));
+    }
     LLAISYS_ASSIGN_OR_RETURN(layer.post_norm, load.vector_of(p + "post_attention_layernorm.weight", h));
     LLAISYS_ASSIGN_OR_RETURN(layer.gate, load.matrix_of(p + "mlp.gate_proj.weight", inter, h));
     LLAISYS_ASSIGN_OR_RETURN(layer.up, load.matrix_of(p + "mlp.up_proj.weight", inter, h));
     LLAISYS_ASSIGN_OR_RETURN(layer.down, load.matrix_of(p + "mlp.down_proj.weight", h, inter));
+    if (c.mlp_bias) {
+      LLAISYS_ASSIGN_OR_RETURN(layer.gate_bias, load.vector_of(p + "mlp.gate_proj.bias", inter));
+      LLAISYS_ASSIGN_OR_RETURN(layer.up_bias, load.vector_of(p + "mlp.up_proj.bias", inter));
+      LLAISYS_ASSIGN_OR_RETURN(layer.down_bias, load.vector_of(p + "mlp.down_proj.bias", h));
+    }
     for (const cpu::WeightMatrix* m : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down}) {
       w.bytes_per_decode_step += matrix_bytes(*m);
     }

@@ -1,13 +1,15 @@
-#include "qwen2_model.hpp"
+// Qwen2ForCausalLM (Qwen2, Qwen2.5): the Llama-family decoder of plugins/common with biases on the
+// q, k and v projections (always; transformers' Qwen2 reads no attention_bias/mlp_bias key).
+// Everything else — config mapping, tensor names, the forward pass — is the shared decoder.
 
+#include "decoder_plugin.hpp"
 #include "llaisys/model/plugin_export.hpp"
 
 namespace llaisys::qwen2 {
 
-Result<std::unique_ptr<Qwen2Model>> Qwen2Model::create(const ModelCreateParams& params) {
-  LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<decoder::DecoderLM> lm, decoder::DecoderLM::open(params, kQwen2Variant));
-  return std::make_unique<Qwen2Model>(std::move(lm));
-}
+inline constexpr decoder::DecoderVariant kQwen2Variant{.architecture = "Qwen2ForCausalLM", .qkv_bias = true};
+using Qwen2Model = decoder::DecoderPlugin<kQwen2Variant>;
+static_assert(PluginModel<Qwen2Model>);
 
 }  // namespace llaisys::qwen2
 

@@ -111,4 +111,12 @@ Result<std::unique_ptr<PostProcessor>> make_post_processor(const json::value& co
   return make_error(ErrorCode::unsupported, "post_processor type '{}' is not supported", type);
 }
 
+std::unique_ptr<PostProcessor> make_bos_eos_processor(std::optional<TokenId> bos, std::optional<TokenId> eos) {
+  std::vector<TemplatePart> parts;
+  if (bos) parts.push_back({.ids = {*bos}});
+  parts.push_back({.is_sequence = true});
+  if (eos) parts.push_back({.ids = {*eos}});
+  return std::make_unique<TemplateProcessor>(std::move(parts));
+}
+
 }  // namespace llaisys::text

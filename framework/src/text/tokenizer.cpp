@@ -60,6 +60,31 @@ struct Tokenizer::Impl {
     return Status::success();
   }
 
+  // tokenizer_config.json's add_bos_token / add_eos_token, as transformers applies them: when either
+  // key is present, the post-processor becomes [bos if add_bos_token] $A [eos if add_eos_token] (an
+  // absent key counts as false), replacing tokenizer.json's. Asking for a token the config does not
+  // name (or the vocabulary lacks) is an error rather than a silently missing BOS.
+  Status apply_add_bos_eos(const json::object& config) {
+    const json::value* add_bos = config.if_contains("add_bos_token");
+    const json::value* add_eos = config.if_contains("add_eos_token");
+    if ((add_bos == nullptr || add_bos->is_null()) && (add_eos == nullptr || add_eos->is_null())) return Status::success();
+    auto wanted = [](const json::value* flag, std::string_view key) -> Result<bool> {
+      if (flag == nullptr || flag->is_null()) return false;
+      if (!flag->is_bool()) return make_error(ErrorCode::parse_error, "tokenizer_config.json: '{}' must be true or false", key);
+      return flag->get_bool();
+    };
+    LLAISYS_ASSIGN_OR_RETURN(const bool bos, wanted(add_bos, "add_bos_token"));
+    LLAISYS_ASSIGN_OR_RETURN(const bool eos, wanted(add_eos, "add_eos_token"));
+    if (bos && !bos_id) {
+      return Status(ErrorCode::parse_error, "tokenizer_config.json: add_bos_token is true but bos_token names no token");
+    }
+    if (eos && !eos_id) {
+      return Status(ErrorCode::parse_error, "tokenizer_config.json: add_eos_token is true but eos_token names no token");
+    }
+    post_processor = make_bos_eos_processor(bos ? bos_id : std::nullopt, eos ? eos_id : std::nullopt);
+    return Status::success();
+  }
+
   // The token's string before decoding (added content or vocabulary entry); nullptr when unknown.
   const std::string* raw_token(TokenId id) const {
     if (const AddedToken* token = added.find(id)) return &token->content;
@@ -137,6 +162,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_json_text(std::string_v
     if (!config.is_object()) return Status(ErrorCode::parse_error, "tokenizer_config.json must hold an object");
     if (auto bos = config_token(config.get_object(), "bos_token")) impl->bos_id = impl->lookup(*bos);
     if (auto eos = config_token(config.get_object(), "eos_token")) impl->eos_id = impl->lookup(*eos);
+    LLAISYS_RETURN_IF_ERROR(impl->apply_add_bos_eos(config.get_object()));
   }
 
   if (impl->decoder && impl->decoder->is_per_token()) {

@@ -127,8 +127,33 @@ Status read_rope_scaling(const json::object& o, RopeScaling& out, std::string_vi
     out = {.kind = RopeScaling::Kind::linear, .factor = factor};
     return Status();
   }
+  if (name == "llama3") {
+    // All four keys are required, as transformers' _validate_llama3_parameters demands.
+    RopeScaling r{.kind = RopeScaling::Kind::llama3, .factor = 0, .low_freq_factor = 0, .high_freq_factor = 0};
+    for (const char* key : {"factor", "low_freq_factor", "high_freq_factor"}) {
+      if (!scaling->contains(key)) {
+        return make_error(ErrorCode::invalid_argument, "{}: llama3 rope_scaling needs \"{}\"", source, key);
+      }
+    }
+    LLAISYS_RETURN_IF_ERROR(read_number(*scaling, "factor", r.factor, source));
+    LLAISYS_RETURN_IF_ERROR(read_number(*scaling, "low_freq_factor", r.low_freq_factor, source));
+    LLAISYS_RETURN_IF_ERROR(read_number(*scaling, "high_freq_factor", r.high_freq_factor, source));
+    LLAISYS_RETURN_IF_ERROR(read_int(*scaling, "original_max_position_embeddings", r.original_max_position_embeddings,
+                                     true, source));
+    if (r.factor < 1.0) {
+      return make_error(ErrorCode::invalid_argument, "{}: llama3 rope_scaling \"factor\" must be at least 1, got {}",
+                        source, r.factor);
+    }
+    if (r.high_freq_factor <= r.low_freq_factor) {
+      return make_error(ErrorCode::invalid_argument,
+                        "{}: llama3 rope_scaling needs high_freq_factor ({}) > low_freq_factor ({})", source,
+                        r.high_freq_factor, r.low_freq_factor);
+    }
+    out = r;
+    return Status();
+  }
   return make_error(ErrorCode::unsupported,
-                    "{}: rope_scaling type '{}' is not supported (llaisys implements: default, linear)",
+                    "{}: rope_scaling type '{}' is not supported (llaisys implements: default, linear, llama3)",
                     source, name);
 }
 

@@ -80,13 +80,40 @@ TEST_CASE("hf config: rope scaling kinds", "[weights][config]") {
   CHECK(linear->rope_scaling.kind == RopeScaling::Kind::linear);
   CHECK(linear->rope_scaling.factor == 2.0);
   CHECK(parse_hf_config(edited(R"("rope_scaling": null)", R"("rope_scaling": {"rope_type": "default"})"), std::nullopt).ok());
-  for (const char* kind : {"yarn", "dynamic", "llama3", "longrope"}) {
+  for (const char* kind : {"yarn", "dynamic", "longrope"}) {
     const Status s = error_of(edited(R"("rope_scaling": null)",
                                      std::string(R"("rope_scaling": {"rope_type": ")") + kind + R"(", "factor": 4.0})"));
     INFO(s.to_string());
     CHECK(s.code() == ErrorCode::unsupported);
     CHECK_THAT(s.message(), Catch::Contains(std::string("rope_scaling type '") + kind + "' is not supported"));
   }
+}
+
+TEST_CASE("hf config: llama3 rope scaling (Llama 3.1) reads its four parameters", "[weights][config]") {
+  const std::string llama31 =
+      R"("rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                          "original_max_position_embeddings": 8192, "rope_type": "llama3"})";
+  auto parsed = parse_hf_config(edited(R"("rope_scaling": null)", llama31), std::nullopt);
+  REQUIRE(parsed.ok());
+  CHECK(parsed->rope_scaling.kind == RopeScaling::Kind::llama3);
+  CHECK(parsed->rope_scaling.factor == 8.0);
+  CHECK(parsed->rope_scaling.low_freq_factor == 1.0);
+  CHECK(parsed->rope_scaling.high_freq_factor == 4.0);
+  CHECK(parsed->rope_scaling.original_max_position_embeddings == 8192);
+
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = llama31;
+    text.replace(text.find(from), from.size(), to);
+    return error_of(edited(R"("rope_scaling": null)", text));
+  };
+  CHECK_THAT(with(R"("low_freq_factor": 1.0, )", "").message(), Catch::Contains("needs \"low_freq_factor\""));
+  CHECK_THAT(with(R"("original_max_position_embeddings": 8192, )", "").message(),
+             Catch::Contains("missing \"original_max_position_embeddings\""));
+  CHECK_THAT(with(R"("factor": 8.0)", R"("factor": 0.5)").message(), Catch::Contains("must be at least 1"));
+  CHECK_THAT(with(R"("high_freq_factor": 4.0)", R"("high_freq_factor": 1.0)").message(),
+             Catch::Contains("high_freq_factor (1) > low_freq_factor (1)"));
+  CHECK_THAT(with(R"("low_freq_factor": 1.0)", R"("low_freq_factor": "1")").message(),
+             Catch::Contains("\"low_freq_factor\" must be a number"));
 }
 
 TEST_CASE("hf config: settings llaisys does not implement are refused", "[weights][config]") {

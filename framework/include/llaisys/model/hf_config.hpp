@@ -4,7 +4,7 @@
 //
 // Contract: a setting that would change the function the model computes and that llaisys does not
 // implement is an `unsupported` error naming the key — never silently ignored. Today that is: a
-// rope_scaling kind other than "default" or "linear", use_sliding_window true, a hidden_act other
+// rope_scaling kind other than "default", "linear" or "llama3", use_sliding_window true, a hidden_act other
 // than silu, partial_rotary_factor != 1. Missing or ill-typed required keys are `invalid_argument`
 // errors naming the key. Keys that do not change the computation (dropout, initializer_range,
 // use_cache, ...) are ignored.
@@ -22,9 +22,15 @@
 namespace llaisys {
 
 struct RopeScaling {
-  enum class Kind { none, linear };
+  enum class Kind { none, linear, llama3 };
   Kind kind = Kind::none;
   double factor = 1.0;  // linear: positions are divided by it
+  // llama3 (Llama 3.1+): frequencies whose wavelength exceeds original_max_position_embeddings /
+  // low_freq_factor are divided by `factor`, those below original / high_freq_factor are kept, and
+  // the band between is interpolated (transformers' _compute_llama3_parameters).
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int32_t original_max_position_embeddings = 0;
 };
 
 struct HfTransformerConfig {

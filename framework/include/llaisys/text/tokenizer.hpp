@@ -5,8 +5,9 @@
 // Pipeline for encode: added tokens are cut out of the raw text (special and non-special, as
 // Hugging Face does after apply_chat_template), each remaining segment is normalized (e.g. NFC),
 // pre-tokenized (e.g. Split regex + ByteLevel) and run through the model (BPE merges); with
-// add_special_tokens the post-processor adds its tokens (e.g. BOS). Invalid UTF-8 in the input is
-// replaced by U+FFFD first.
+// add_special_tokens the post-processor adds its tokens (e.g. BOS). tokenizer_config.json's
+// add_bos_token / add_eos_token, when present, replace that post-processor with [BOS] text [EOS] as
+// transformers does. Invalid UTF-8 in the input is replaced by U+FFFD first.
 //
 // Contract: immutable after load; every const method is thread-safe. Malformed or unsupported
 // tokenizer.json files are rejected at load with a message naming the field; nothing aborts.
