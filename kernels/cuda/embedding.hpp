@@ -1,0 +1,18 @@
+#pragma once
+// embedding on the GPU: rows of a bf16 table gathered and converted exactly to f32 (the residual
+// stream), as cpu::embedding does.
+
+#include <cstdint>
+
+#include "context.hpp"
+#include "linear.hpp"
+
+namespace llaisys::cuda {
+
+// out[t, :] = table[ids[t], :] for t < num_tokens (ids, out in device memory). An id outside
+// [0, table.rows) gives a row of zeros: ids are validated upstream, and a bad one must not read
+// out of bounds.
+Status embedding(const CudaContext& ctx, const DeviceMatrix& table, const int32_t* ids, int64_t num_tokens,
+                 float* out, int64_t out_stride);
+
+}  // namespace llaisys::cuda

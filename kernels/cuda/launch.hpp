@@ -1,0 +1,46 @@
+#pragma once
+// The kernel launchers of the .cu files, for the Status-returning wrappers of the .cpp files.
+//
+// Why the split: the public API returns llaisys::Status, whose header uses fmt, and nvcc cannot
+// compile fmt 9's consteval format strings. So each op is <op>.hpp (API) + <op>.cpp (argument
+// checks, Status) + <op>.cu (kernels and the launcher declared here, which only enqueues and
+// returns cudaGetLastError()). Arguments are assumed valid here.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "paged_kv.hpp"
+
+namespace llaisys::cuda::launch {
+
+cudaError_t embedding(cudaStream_t stream, const uint16_t* table, int64_t rows, int64_t width, const int32_t* ids,
+                      int64_t num_tokens, float* out, int64_t out_stride);
+
+// out_bf16: out is bf16 (uint16_t bits), else f32.
+cudaError_t add_rms_norm(cudaStream_t stream, float* residual, int64_t residual_stride, const float* delta,
+                         int64_t delta_stride, int64_t num_rows, int64_t width, const float* weight, float eps,
+                         void* out, bool out_bf16, int64_t out_stride);
+
+cudaError_t swiglu(cudaStream_t stream, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                   int64_t num_rows, int64_t width, void* out, bool out_bf16, int64_t out_stride);
+
+struct RopeArgs {
+  DeviceBatch batch;
+  float* q;
+  int64_t q_stride;
+  int64_t num_q_heads;
+  const float* k;
+  int64_t k_stride;
+  const float* v;
+  int64_t v_stride;
+  const float* cos_table;
+  const float* sin_table;
+  int64_t table_positions;
+  int64_t num_kv_heads;
+  int64_t head_dim;
+  int64_t block_size;
+};
+cudaError_t rope_kv_write(cudaStream_t stream, const RopeArgs& args, void* k_cache, void* v_cache, bool cache_bf16);
+
+}  // namespace llaisys::cuda::launch

@@ -1,0 +1,97 @@
+#include "linear.hpp"
+
+#include <cublasLt.h>
+
+#include <memory>
+#include <type_traits>
+
+#include "cublaslt.hpp"
+#include "cuda_status.hpp"
+
+namespace llaisys::cuda {
+namespace {
+
+// unique_ptr deleters for the cuBLASLt descriptors.
+struct MatmulDescDeleter {
+  void operator()(cublasLtMatmulDescOpaque_t* d) const { (void)cublasLtMatmulDescDestroy(d); }
+};
+struct LayoutDeleter {
+  void operator()(cublasLtMatrixLayoutOpaque_t* l) const { (void)cublasLtMatrixLayoutDestroy(l); }
+};
+struct PreferenceDeleter {
+  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const { (void)cublasLtMatmulPreferenceDestroy(p); }
+};
+using MatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, MatmulDescDeleter>;
+using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
+using Preference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter>;
+
+Result<Layout> make_layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
+  cublasLtMatrixLayout_t raw = nullptr;
+  LLAISYS_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&raw, type, static_cast<uint64_t>(rows),
+                                                            static_cast<uint64_t>(cols), ld));
+  return Layout(raw);
+}
+
+template <class T>
+Status set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value) {
+  return cublas_status(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)),
+                       "cublasLtMatmulDescSetAttribute");
+}
+
+}  // namespace
+
+Status linear(const CudaContext& ctx, const bf16_t* x, int64_t x_stride, int64_t M, int64_t K,
+              const DeviceMatrix& weight, const float* bias, float* y, int64_t y_stride, bool accumulate) {
+  const int64_t N = weight.rows;
+  if (ctx.blas == nullptr) return make_error(ErrorCode::invalid_argument, "linear: no cuBLASLt handle");
+  if (M < 0 || K <= 0 || N <= 0 || weight.cols != K || x_stride < K || y_stride < N || weight.data == nullptr) {
+    return make_error(ErrorCode::invalid_argument, "linear: bad shape (M {}, K {}, W [{}, {}], x_stride {}, y_stride {})",
+                      M, K, weight.rows, weight.cols, x_stride, y_stride);
+  }
+  if (M == 0) return {};
+
+  // Row-major y[M, N] = x[M, K] W[N, K]^T is, in cuBLAS's column-major terms, the [N, M] matrix
+  // y' = W'^T x' where W' is W read as a column-major [K, N] (ld K) and x' is x as [K, M] (ld x_stride).
+  cublasLtMatmulDesc_t raw_desc = nullptr;
+  LLAISYS_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const MatmulDesc desc(raw_desc);
+  LLAISYS_RETURN_IF_ERROR(set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T));
+  LLAISYS_RETURN_IF_ERROR(set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N));
+  if (bias != nullptr) {
+    // D = alpha A B + beta C + bias, bias broadcast along the rows of D' (one value per feature n).
+    LLAISYS_RETURN_IF_ERROR(set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS));
+    LLAISYS_RETURN_IF_ERROR(set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias));
+    LLAISYS_RETURN_IF_ERROR(set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, CUDA_R_32F));
+  }
+  LLAISYS_ASSIGN_OR_RETURN(Layout a, make_layout(CUDA_R_16BF, K, N, K));
+  LLAISYS_ASSIGN_OR_RETURN(Layout b, make_layout(CUDA_R_16BF, K, M, x_stride));
+  LLAISYS_ASSIGN_OR_RETURN(Layout c, make_layout(CUDA_R_32F, N, M, y_stride));
+
+  CublasLt& lt = *ctx.blas;
+  const CublasLt::ShapeKey key{M, N, K, x_stride, y_stride, bias != nullptr, accumulate};
+  auto found = lt.algorithms().find(key);
+  if (found == lt.algorithms().end()) {
+    cublasLtMatmulPreference_t raw_pref = nullptr;
+    LLAISYS_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&raw_pref));
+    const Preference pref(raw_pref);
+    const uint64_t workspace = lt.workspace_bytes();
+    LLAISYS_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
+        pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+    cublasLtMatmulHeuristicResult_t result{};
+    int count = 0;
+    LLAISYS_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(lt.handle(), desc.get(), a.get(), b.get(), c.get(),
+                                                                  c.get(), pref.get(), 1, &result, &count));
+    if (count == 0) {
+      return make_error(ErrorCode::unsupported, "linear: cuBLASLt has no algorithm for M {} N {} K {}", M, N, K);
+    }
+    found = lt.algorithms().emplace(key, result.algo).first;
+  }
+  const float alpha = 1.0f;
+  const float beta = accumulate ? 1.0f : 0.0f;
+  return cublas_status(cublasLtMatmul(lt.handle(), desc.get(), &alpha, weight.data, a.get(), x, b.get(), &beta, y,
+                                      c.get(), y, c.get(), &found->second, lt.workspace(), lt.workspace_bytes(),
+                                      ctx.stream),
+                       "cublasLtMatmul");
+}
+
+}  // namespace llaisys::cuda

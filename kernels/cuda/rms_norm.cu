@@ -1,0 +1,57 @@
+#include <cub/block/block_reduce.cuh>
+
+#include "common.cuh"
+#include "launch.hpp"
+
+namespace llaisys::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// One block per row: residual += delta (optional), then the row's sum of squares (CUB block
+// reduction), then out = (x * inv_rms) * weight with unfused f32 multiplies.
+template <class OutT>
+__global__ void add_rms_norm_kernel(float* residual, int64_t residual_stride, const float* delta,
+                                    int64_t delta_stride, int64_t width, const float* weight, float eps, OutT* out,
+                                    int64_t out_stride) {
+  using BlockReduce = cub::BlockReduce<float, kThreads>;
+  __shared__ typename BlockReduce::TempStorage temp;
+  __shared__ float inv_rms_shared;
+  const int64_t r = blockIdx.x;
+  float* x = residual + r * residual_stride;
+  float partial = 0.0f;
+  for (int64_t i = threadIdx.x; i < width; i += kThreads) {
+    float v = x[i];
+    if (delta != nullptr) {
+      v = __fadd_rn(v, delta[r * delta_stride + i]);
+      x[i] = v;  // read back below by this same thread: no barrier needed
+    }
+    partial = fmaf(v, v, partial);
+  }
+  const float sum = BlockReduce(temp).Sum(partial);
+  if (threadIdx.x == 0) inv_rms_shared = 1.0f / sqrtf(sum / static_cast<float>(width) + eps);
+  __syncthreads();
+  const float inv_rms = inv_rms_shared;
+  OutT* y = out + r * out_stride;
+  for (int64_t i = threadIdx.x; i < width; i += kThreads) {
+    y[i] = detail::from_f32<OutT>(__fmul_rn(__fmul_rn(x[i], inv_rms), weight[i]));
+  }
+}
+
+}  // namespace
+
+cudaError_t launch::add_rms_norm(cudaStream_t stream, float* residual, int64_t residual_stride, const float* delta,
+                                 int64_t delta_stride, int64_t num_rows, int64_t width, const float* weight,
+                                 float eps, void* out, bool out_bf16, int64_t out_stride) {
+  const auto blocks = static_cast<unsigned>(num_rows);
+  if (out_bf16) {
+    add_rms_norm_kernel<<<blocks, kThreads, 0, stream>>>(residual, residual_stride, delta, delta_stride, width,
+                                                         weight, eps, static_cast<__nv_bfloat16*>(out), out_stride);
+  } else {
+    add_rms_norm_kernel<<<blocks, kThreads, 0, stream>>>(residual, residual_stride, delta, delta_stride, width,
+                                                         weight, eps, static_cast<float*>(out), out_stride);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace llaisys::cuda
