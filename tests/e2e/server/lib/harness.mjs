@@ -6,6 +6,7 @@
 // Environment:
 //   LLAISYS_BUILD_DIR   the build directory whose bin/ holds llaisys-server, llaisys-mkmodel and
 //                       llaisys-offline (set by ctest; required)
+//   LLAISYS_BIN_DIR     where those programs are instead (default BUILD_DIR/bin)
 //   LLAISYS_E2E_KEEP    set to keep the temporary directory (models, server logs) for debugging
 //   LLAISYS_E2E_SLOW    a factor for every deadline (e.g. 4 under ASan/UBSan)
 
@@ -30,7 +31,7 @@ export function buildDir() {
 }
 
 export function program(name) {
-  const file = path.join(buildDir(), 'bin', name);
+  const file = path.join(process.env.LLAISYS_BIN_DIR || path.join(buildDir(), 'bin'), name);
   if (!fs.existsSync(file)) throw new Error(`${file} is not built`);
   return file;
 }
@@ -210,14 +211,18 @@ process.on('exit', () => {
 // A suite's fixture: a temp dir with the models and one started server. `mock` and `mockContext`
 // configure the mock model. Call fixture.close() in after(): it stops the server, checks that it
 // exited cleanly (no crash, no sanitizer report), and removes the temp dir.
-export async function startFixture(name, { args = [], apiKey, mock = {}, mockContext = 1024, env = {}, models } = {}) {
+// `extraMocks` adds more mock models: {id: {mock: options, maxContext}}.
+export async function startFixture(name, { args = [], apiKey, mock = {}, mockContext = 1024, extraMocks = {}, env = {} } = {}) {
   const dir = tempDir(name);
   const tiny = await makeTinyQwen2(dir);
   const mockDir = makeMock(dir, tiny, { mock: typeof mock === 'function' ? await mock(tiny) : mock, maxContext: mockContext });
-  const server = new Server({
-    models: models ?? [['tiny-qwen2', tiny], ['mock', mockDir]],
-    args, apiKey, env, name, logDir: dir,
-  });
+  const models = [['tiny-qwen2', tiny], ['mock', mockDir]];
+  const mockDirs = { mock: mockDir };
+  for (const [id, options] of Object.entries(extraMocks)) {
+    mockDirs[id] = makeMock(dir, tiny, { name: id, mock: options.mock ?? {}, maxContext: options.maxContext ?? 1024 });
+    models.push([id, mockDirs[id]]);
+  }
+  const server = new Server({ models, args, apiKey, env, name, logDir: dir });
   try {
     await server.start();
   } catch (error) {
@@ -225,7 +230,7 @@ export async function startFixture(name, { args = [], apiKey, mock = {}, mockCon
     throw error;
   }
   return {
-    dir, tiny, mockDir, server,
+    dir, tiny, mockDir, mockDirs, server,
     async close() {
       const alive = !server.exit;
       const exit = await server.stop();

@@ -1,0 +1,123 @@
+// Suite 6: a table of malformed and hostile requests (lib/hostile-cases.mjs plus raw-socket cases
+// here), each with its expected status and OpenAI error body. The server must stay up through all of
+// them: afterwards /health is 200 and a normal request succeeds. Also run by ctest in the
+// asan-ubsan build, against that build's server.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { KEY, MAX_BODY, MOCK_CONTEXT, cases, rawCaseNames } from '../lib/hostile-cases.mjs';
+import { errorShapeProblems, postJson, rawExchange, rawResponseJson, request, slow, startFixture } from '../lib/harness.mjs';
+
+const HEADER_TIMEOUT_MS = 1000;
+const BODY_TIMEOUT_MS = 1000;
+let fx;
+
+before(async () => {
+  fx = await startFixture('hostile', {
+    apiKey: KEY,
+    mockContext: MOCK_CONTEXT,
+    args: ['--max-body-bytes', String(MAX_BODY), '--header-timeout-ms', String(HEADER_TIMEOUT_MS), '--body-timeout-ms', String(BODY_TIMEOUT_MS)],
+  });
+});
+
+after(async () => { await fx?.close(); });
+
+function checkAnswer(what, { status, json, text }, expect) {
+  assert.equal(status, expect.status, `${what}: status ${status}, expected ${expect.status}; body: ${String(text).slice(0, 300)}`);
+  if (expect.status >= 400) {
+    const problems = errorShapeProblems(json, { type: expect.type, code: expect.code, param: expect.param });
+    for (const part of expect.message ?? []) {
+      if (!String(json?.error?.message).includes(part)) problems.push(`error.message does not mention ${JSON.stringify(part)}`);
+    }
+    assert.deepEqual(problems, [], `${what}: ${problems.join('; ')}; body: ${String(text).slice(0, 300)}`);
+  }
+  fx.server.assertAlive();
+}
+
+test(`the table holds at least 40 hostile requests (${cases.length} + ${rawCaseNames.length} raw)`, () => {
+  assert.ok(cases.length + rawCaseNames.length >= 40);
+});
+
+for (const c of cases) {
+  test(`${c.expect.status}: ${c.name}`, async () => {
+    const res = await request(fx.server, { method: c.method ?? 'POST', path: c.path, body: c.body, headers: c.headers, auth: c.auth !== false });
+    checkAnswer(c.name, res, c.expect);
+  });
+}
+
+const auth = `Authorization: Bearer ${KEY}\r\n`;
+function rawPost(path, body, extraHeaders = '') {
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body);
+  return Buffer.concat([
+    Buffer.from(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n${extraHeaders}\r\n`),
+    bytes,
+  ]);
+}
+
+async function rawCase(name, data, expect, options = {}) {
+  const res = await rawExchange(fx.server, data, { timeoutMs: 10000 * slow, ...options });
+  const json = rawResponseJson(res.bytes);
+  checkAnswer(name, { status: res.status, json, text: res.text }, expect);
+}
+
+test(`400: ${rawCaseNames[0]}`, async () => {
+  const body = Buffer.concat([Buffer.from('{"model": "mock", "max_tokens": 2, "messages": [{"role": "user", "content": "bad '), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from(' bytes"}]}')]);
+  await rawCase(rawCaseNames[0], rawPost('/v1/chat/completions', body), { status: 400, type: 'invalid_request_error' });
+});
+
+test(`400: ${rawCaseNames[1]}`, async () => {
+  const body = Buffer.concat([Buffer.from('{"model": "mock", "prompt": "a'), Buffer.from([0xc0, 0xaf]), Buffer.from('b", "max_tokens": 2}')]);
+  await rawCase(rawCaseNames[1], rawPost('/v1/completions', body), { status: 400, type: 'invalid_request_error' });
+});
+
+test(`400: ${rawCaseNames[2]}`, async () => {
+  await rawCase(rawCaseNames[2], 'GARBAGE\r\n\r\n', { status: 400 });
+});
+
+test(`400: ${rawCaseNames[3]}`, async () => {
+  const data = `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nZZZ\r\n{}\r\n0\r\n\r\n`;
+  await rawCase(rawCaseNames[3], data, { status: 400 });
+});
+
+test(`431 or 400: ${rawCaseNames[4]}`, async () => {
+  const data = `GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ${'p'.repeat(100 * 1024)}\r\nConnection: close\r\n\r\n`;
+  const res = await rawExchange(fx.server, data, { timeoutMs: 10000 * slow });
+  assert.ok(res.status === 431 || res.status === 400, `status ${res.status}: ${res.text.slice(0, 200)}`);
+  assert.deepEqual(errorShapeProblems(rawResponseJson(res.bytes)), [], res.text.slice(0, 300));
+  fx.server.assertAlive();
+});
+
+// A deadline: the server closes the connection (answering 408 first, or nothing) within the
+// deadline plus a margin, and well before our own 10 s wait.
+async function deadlineCase(name, parts, deadlineMs) {
+  const res = await rawExchange(fx.server, parts, { timeoutMs: 10000 * slow });
+  assert.ok(res.closed, `${name}: the server kept the connection open for ${res.elapsedMs} ms`);
+  assert.ok(res.elapsedMs >= deadlineMs * 0.8, `${name}: closed after ${res.elapsedMs} ms, before the ${deadlineMs} ms deadline`);
+  assert.ok(res.elapsedMs <= deadlineMs + 3000 * slow, `${name}: closed only after ${res.elapsedMs} ms (deadline ${deadlineMs} ms)`);
+  if (res.bytes.length > 0) {
+    assert.equal(res.status, 408, `${name}: answered ${res.text.slice(0, 200)}`);
+    assert.deepEqual(errorShapeProblems(rawResponseJson(res.bytes)), [], res.text.slice(0, 300));
+  }
+  fx.server.assertAlive();
+}
+
+test(`closed: ${rawCaseNames[5]}`, async () => {
+  await deadlineCase(rawCaseNames[5], `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}`, HEADER_TIMEOUT_MS);
+});
+
+test(`closed: ${rawCaseNames[6]}`, async () => {
+  const head = `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\nContent-Length: 500\r\n\r\n{"model": "mock",`;
+  await deadlineCase(rawCaseNames[6], head, BODY_TIMEOUT_MS);
+});
+
+test('after the table: /health is 200 and normal requests succeed', async () => {
+  fx.server.assertAlive();
+  const health = await request(fx.server, { path: '/health', auth: false });
+  assert.equal(health.status, 200, health.text);
+  assert.deepEqual(health.json, { status: 'ok' });
+  const chat = await postJson(fx.server, '/v1/chat/completions', { model: 'mock', messages: [{ role: 'user', content: 'still there?' }], max_tokens: 4 });
+  assert.equal(chat.status, 200, chat.text);
+  assert.equal(chat.json.usage.completion_tokens, 4);
+  const tiny = await postJson(fx.server, '/v1/completions', { model: 'tiny-qwen2', prompt: 'still there?', max_tokens: 4 });
+  assert.equal(tiny.status, 200, tiny.text);
+});
