@@ -44,3 +44,29 @@ struct RopeArgs {
 cudaError_t rope_kv_write(cudaStream_t stream, const RopeArgs& args, void* k_cache, void* v_cache, bool cache_bf16);
 
 }  // namespace llaisys::cuda::launch
+
+namespace llaisys::cuda::launch {
+
+struct AttentionArgs {
+  DeviceBatch batch;
+  const float* q;
+  int64_t q_stride;
+  int64_t num_q_heads;
+  int64_t group;  // query heads per kv head
+  int64_t num_kv_heads;
+  int64_t head_dim;
+  int64_t block_size;
+  int32_t keys_per_split;
+  float scale;
+  const AttentionTile* tiles;
+  float* partial_acc;
+  float* partial_ml;
+  void* out;
+  int64_t out_stride;
+};
+// Largest dynamic shared memory the main kernel needs (bytes), for the checks of the wrapper.
+int64_t attention_shared_bytes(int64_t block_size, int64_t head_dim);
+cudaError_t paged_attention(cudaStream_t stream, const AttentionArgs& args, int64_t num_tiles, int32_t max_splits,
+                            const void* k_cache, const void* v_cache, bool cache_bf16, bool out_bf16);
+
+}  // namespace llaisys::cuda::launch

@@ -38,4 +38,14 @@ struct DeviceBatch {
   int64_t max_blocks_per_seq = 0;
 };
 
+// One unit of attention work (attention.hpp): consecutive batch tokens of one sequence.
+struct AttentionTile {
+  int32_t first_token = 0;     // index in the batch
+  int32_t num_tokens = 0;      // consecutive batch tokens of one sequence
+  int32_t seq = 0;
+  int32_t num_keys = 0;        // 1 + the largest position in the tile
+  int32_t num_splits = 1;
+  int32_t partial_offset = 0;  // first partial row (token-major, then q head, then split)
+};
+
 }  // namespace llaisys::cuda

@@ -1,0 +1,132 @@
+#include "attention.hpp"
+
+#include <algorithm>
+
+#include "cuda_status.hpp"
+#include "launch.hpp"
+
+namespace llaisys::cuda {
+namespace {
+
+constexpr int64_t kMaxRowsPerTile = 16;  // attention.cu: 8 warps x 2 rows
+constexpr int64_t kMaxSplits = 64;
+constexpr int64_t kMinKeysPerSplit = 128;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+Status run(const CudaContext& ctx, const DeviceKvLayer& layer, const DeviceBatch& batch, const AttentionPlan& plan,
+           const AttentionWorkspace& workspace, const float* q, int64_t q_stride, int64_t num_q_heads, float scale,
+           void* out, bool out_bf16, int64_t out_stride) {
+  const int64_t d = layer.head_dim;
+  if (d <= 0 || d % 32 != 0 || d > 256 || layer.num_kv_heads <= 0 || num_q_heads % layer.num_kv_heads != 0 ||
+      num_q_heads / layer.num_kv_heads > kMaxRowsPerTile || layer.block_size <= 0 || q_stride < num_q_heads * d ||
+      out_stride < num_q_heads * d || (layer.dtype != DType::f32 && layer.dtype != DType::bf16)) {
+    return make_error(ErrorCode::invalid_argument, "paged_attention: bad shape or KV dtype");
+  }
+  if (plan.num_tokens != batch.num_tokens) {
+    return make_error(ErrorCode::invalid_argument, "paged_attention: the plan is for {} tokens, the batch has {}",
+                      plan.num_tokens, batch.num_tokens);
+  }
+  if (plan.tiles.empty()) return {};
+  int device = 0;
+  int max_shared = 0;
+  LLAISYS_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  LLAISYS_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (launch::attention_shared_bytes(layer.block_size, d) > max_shared) {
+    return make_error(ErrorCode::unsupported, "paged_attention: block size {} x head dim {} needs more shared memory "
+                      "than this GPU has ({} bytes)", layer.block_size, d, max_shared);
+  }
+  const launch::AttentionArgs args{batch,
+                                   q,
+                                   q_stride,
+                                   num_q_heads,
+                                   num_q_heads / layer.num_kv_heads,
+                                   layer.num_kv_heads,
+                                   d,
+                                   layer.block_size,
+                                   plan.keys_per_split,
+                                   scale,
+                                   workspace.tiles(),
+                                   workspace.partial_acc(),
+                                   workspace.partial_ml(),
+                                   out,
+                                   out_stride};
+  return cuda_status(launch::paged_attention(ctx.stream, args, static_cast<int64_t>(plan.tiles.size()),
+                                             plan.max_splits, layer.k, layer.v, layer.dtype == DType::bf16, out_bf16),
+                     "paged_attention kernels");
+}
+
+}  // namespace
+
+Result<AttentionPlan> plan_attention(std::span<const int32_t> positions, std::span<const int32_t> seq_indices,
+                                     int64_t num_q_heads, int64_t num_kv_heads, int64_t block_size, int num_sms,
+                                     int64_t keys_per_split) {
+  if (positions.size() != seq_indices.size() || num_kv_heads <= 0 || num_q_heads % num_kv_heads != 0 ||
+      num_q_heads / num_kv_heads > kMaxRowsPerTile || block_size <= 0 || keys_per_split < 0) {
+    return make_error(ErrorCode::invalid_argument, "plan_attention: bad arguments");
+  }
+  const int64_t group = num_q_heads / num_kv_heads;
+  const int64_t tile_tokens = std::max<int64_t>(1, kMaxRowsPerTile / group);
+  AttentionPlan plan;
+  plan.num_tokens = static_cast<int64_t>(positions.size());
+  int64_t max_keys = 0;
+  for (std::size_t t = 0; t < positions.size();) {
+    if (positions[t] < 0 || seq_indices[t] < 0) {
+      return make_error(ErrorCode::invalid_argument, "plan_attention: negative position or sequence at token {}", t);
+    }
+    AttentionTile tile{.first_token = static_cast<int32_t>(t), .num_tokens = 0, .seq = seq_indices[t]};
+    while (t < positions.size() && seq_indices[t] == tile.seq && tile.num_tokens < tile_tokens) {
+      if (positions[t] < 0) return make_error(ErrorCode::invalid_argument, "plan_attention: negative position");
+      tile.num_keys = std::max(tile.num_keys, positions[t] + 1);
+      ++tile.num_tokens;
+      ++t;
+    }
+    max_keys = std::max<int64_t>(max_keys, tile.num_keys);
+    plan.tiles.push_back(tile);
+  }
+  if (plan.tiles.empty()) return plan;
+
+  // Splits: enough CTAs for two waves over the SMs, no split under kMinKeysPerSplit keys.
+  int64_t split_keys = keys_per_split;
+  if (split_keys == 0) {
+    const int64_t ctas = static_cast<int64_t>(plan.tiles.size()) * num_kv_heads;
+    const int64_t wanted = std::clamp<int64_t>(ceil_div(2 * std::max(num_sms, 1), ctas), 1, kMaxSplits);
+    split_keys = std::max<int64_t>(ceil_div(max_keys, wanted), kMinKeysPerSplit);
+  }
+  split_keys = ceil_div(split_keys, block_size) * block_size;
+  if (ceil_div(max_keys, split_keys) > kMaxSplits) split_keys = ceil_div(ceil_div(max_keys, kMaxSplits), block_size) * block_size;
+  plan.keys_per_split = static_cast<int32_t>(split_keys);
+  for (AttentionTile& tile : plan.tiles) {
+    tile.num_splits = static_cast<int32_t>(ceil_div(tile.num_keys, split_keys));
+    plan.max_splits = std::max(plan.max_splits, tile.num_splits);
+    if (tile.num_splits > 1) {
+      tile.partial_offset = static_cast<int32_t>(plan.partial_rows);
+      plan.partial_rows += static_cast<int64_t>(tile.num_tokens) * num_q_heads * tile.num_splits;
+    }
+  }
+  return plan;
+}
+
+Status AttentionWorkspace::prepare(const AttentionPlan& plan, int64_t num_q_heads, int64_t head_dim,
+                                   cudaStream_t stream) {
+  (void)num_q_heads;  // partial_rows already counts the heads
+  LLAISYS_RETURN_IF_ERROR(tiles_.reserve(plan.tiles.size()));
+  LLAISYS_RETURN_IF_ERROR(partial_acc_.reserve(static_cast<std::size_t>(plan.partial_rows * head_dim)));
+  LLAISYS_RETURN_IF_ERROR(partial_ml_.reserve(static_cast<std::size_t>(plan.partial_rows * 2)));
+  if (plan.tiles.empty()) return {};
+  return tiles_.upload(plan.tiles.data(), plan.tiles.size(), stream);
+}
+
+Status paged_attention(const CudaContext& ctx, const DeviceKvLayer& layer, const DeviceBatch& batch,
+                       const AttentionPlan& plan, const AttentionWorkspace& workspace, const float* q,
+                       int64_t q_stride, int64_t num_q_heads, float scale, float* out, int64_t out_stride) {
+  return run(ctx, layer, batch, plan, workspace, q, q_stride, num_q_heads, scale, out, false, out_stride);
+}
+
+Status paged_attention(const CudaContext& ctx, const DeviceKvLayer& layer, const DeviceBatch& batch,
+                       const AttentionPlan& plan, const AttentionWorkspace& workspace, const float* q,
+                       int64_t q_stride, int64_t num_q_heads, float scale, bf16_t* out, int64_t out_stride) {
+  return run(ctx, layer, batch, plan, workspace, q, q_stride, num_q_heads, scale, out, true, out_stride);
+}
+
+}  // namespace llaisys::cuda

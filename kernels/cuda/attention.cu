@@ -1,0 +1,209 @@
+#include <cfloat>
+
+#include "common.cuh"
+#include "launch.hpp"
+
+namespace llaisys::cuda {
+namespace {
+
+using launch::AttentionArgs;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRowsPerWarp = 2;            // query rows (token, head) per warp
+constexpr int kMaxRows = kWarps * kRowsPerWarp;
+constexpr int kMaxDimsPerLane = 8;         // head_dim <= 256
+
+// Shared memory: Q rows [kMaxRows][D], K [block_size][D + 1] (padded: lane j reads key j's element
+// d, conflict-free), V [block_size][D].
+__host__ __device__ inline int64_t shared_floats(int64_t block_size, int64_t head_dim) {
+  return kMaxRows * head_dim + block_size * (head_dim + 1) + block_size * head_dim;
+}
+
+// grid: (tiles, kv heads, splits). Each warp owns up to kRowsPerWarp query rows (row = warp +
+// kWarps * r); lane l keeps the accumulator of dims l, l + 32, ... For every 32 keys of a cached
+// block, lane j computes key j's score for the row (full dot product against the Q row in shared
+// memory), the warp takes the chunk's max and sum, and the accumulators are updated from V.
+template <class KvT, class OutT>
+__global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, const KvT* k_cache, const KvT* v_cache) {
+  const AttentionTile tile = a.tiles[blockIdx.x];
+  const int split = static_cast<int>(blockIdx.z);
+  if (split >= tile.num_splits) return;
+  const int64_t kv_head = blockIdx.y;
+  const int64_t D = a.head_dim;
+  const int dims_per_lane = static_cast<int>(D / 32);
+  const int rows = tile.num_tokens * static_cast<int>(a.group);
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int32_t key_begin = split * a.keys_per_split;
+  const int32_t key_end = min(tile.num_keys, key_begin + a.keys_per_split);
+
+  extern __shared__ float shared[];
+  float* q_s = shared;
+  float* k_s = q_s + kMaxRows * D;
+  float* v_s = k_s + a.block_size * (D + 1);
+
+  for (int64_t i = threadIdx.x; i < rows * D; i += kThreads) {
+    const int64_t row = i / D, d = i % D;
+    const int64_t token = tile.first_token + row / a.group;
+    const int64_t head = kv_head * a.group + row % a.group;
+    q_s[i] = a.q[token * a.q_stride + head * D + d];
+  }
+
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kMaxDimsPerLane];
+  int32_t pos[kRowsPerWarp];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kMaxDimsPerLane; ++i) acc[r][i] = 0.0f;
+    const int row = warp + kWarps * r;
+    pos[r] = row < rows ? a.batch.positions[tile.first_token + row / a.group] : -1;
+  }
+
+  const int32_t* table = a.batch.block_tables + static_cast<int64_t>(tile.seq) * a.batch.max_blocks_per_seq;
+  for (int32_t block_start = key_begin; block_start < key_end; block_start += static_cast<int32_t>(a.block_size)) {
+    const int64_t block = table[block_start / a.block_size];
+    const int n = min(static_cast<int>(a.block_size), key_end - block_start);
+    __syncthreads();  // the previous block's K/V are no longer read (and Q is loaded)
+    const int64_t base = ((block * a.num_kv_heads + kv_head) * a.block_size) * D;
+    for (int64_t i = threadIdx.x; i < n * D; i += kThreads) {
+      const int64_t j = i / D, d = i % D;
+      k_s[j * (D + 1) + d] = detail::to_f32(k_cache[base + i]);
+      v_s[i] = detail::to_f32(v_cache[base + i]);
+    }
+    __syncthreads();
+    for (int sub = 0; sub < n; sub += 32) {
+      const int count = min(32, n - sub);
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const int row = warp + kWarps * r;
+        if (row >= rows) continue;  // warp-uniform
+        const int32_t key = block_start + sub + lane;
+        float score = -INFINITY;
+        if (lane < count && key <= pos[r]) {
+          const float* qr = q_s + row * D;
+          const float* kr = k_s + (sub + lane) * (D + 1);
+          float dot = 0.0f;
+          for (int64_t d = 0; d < D; ++d) dot = fmaf(qr[d], kr[d], dot);
+          score = dot * a.scale;
+        }
+        const float chunk_max = detail::warp_max(score);
+        if (chunk_max == -INFINITY) continue;  // no visible key in this chunk for the row
+        const float m_new = fmaxf(m[r], chunk_max);
+        const float correction = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
+        const float p = score == -INFINITY ? 0.0f : expf(score - m_new);
+        l[r] = l[r] * correction + detail::warp_sum(p);
+#pragma unroll
+        for (int i = 0; i < kMaxDimsPerLane; ++i) acc[r][i] *= correction;
+        for (int jj = 0; jj < count; ++jj) {
+          const float pj = __shfl_sync(0xffffffffu, p, jj);
+          const float* vr = v_s + (sub + jj) * D;
+#pragma unroll
+          for (int i = 0; i < kMaxDimsPerLane; ++i) {
+            if (i < dims_per_lane) acc[r][i] = fmaf(pj, vr[lane + 32 * i], acc[r][i]);
+          }
+        }
+        m[r] = m_new;
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int row = warp + kWarps * r;
+    if (row >= rows) continue;
+    const int64_t t_local = row / a.group;
+    const int64_t token = tile.first_token + t_local;
+    const int64_t head = kv_head * a.group + row % a.group;
+    if (tile.num_splits == 1) {
+      OutT* o = static_cast<OutT*>(a.out) + token * a.out_stride + head * D;
+      const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+#pragma unroll
+      for (int i = 0; i < kMaxDimsPerLane; ++i) {
+        if (i < dims_per_lane) o[lane + 32 * i] = detail::from_f32<OutT>(acc[r][i] * inv);
+      }
+    } else {
+      const int64_t prow = tile.partial_offset + (t_local * a.num_q_heads + head) * tile.num_splits + split;
+#pragma unroll
+      for (int i = 0; i < kMaxDimsPerLane; ++i) {
+        if (i < dims_per_lane) a.partial_acc[prow * D + lane + 32 * i] = acc[r][i];
+      }
+      if (lane == 0) {
+        a.partial_ml[prow * 2] = m[r];
+        a.partial_ml[prow * 2 + 1] = l[r];
+      }
+    }
+  }
+}
+
+// grid: (tiles, q heads); combines the splits of every token of a split tile:
+//   M = max_s m_s,  L = sum_s l_s e^(m_s - M),  out = sum_s acc_s e^(m_s - M) / L.
+template <class OutT>
+__global__ void combine_kernel(AttentionArgs a) {
+  const AttentionTile tile = a.tiles[blockIdx.x];
+  if (tile.num_splits <= 1) return;
+  const int64_t head = blockIdx.y;
+  const int64_t D = a.head_dim;
+  for (int64_t t_local = 0; t_local < tile.num_tokens; ++t_local) {
+    const int64_t first = tile.partial_offset + (t_local * a.num_q_heads + head) * tile.num_splits;
+    float M = -INFINITY;
+    for (int s = 0; s < tile.num_splits; ++s) M = fmaxf(M, a.partial_ml[(first + s) * 2]);
+    float L = 0.0f;
+    for (int s = 0; s < tile.num_splits; ++s) {
+      const float ms = a.partial_ml[(first + s) * 2];
+      if (ms != -INFINITY) L += a.partial_ml[(first + s) * 2 + 1] * expf(ms - M);
+    }
+    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+    OutT* o = static_cast<OutT*>(a.out) + (tile.first_token + t_local) * a.out_stride + head * D;
+    for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
+      float sum = 0.0f;
+      for (int s = 0; s < tile.num_splits; ++s) {
+        const float ms = a.partial_ml[(first + s) * 2];
+        if (ms != -INFINITY) sum = fmaf(a.partial_acc[(first + s) * D + d], expf(ms - M), sum);
+      }
+      o[d] = detail::from_f32<OutT>(sum * inv);
+    }
+  }
+}
+
+template <class KvT, class OutT>
+cudaError_t run(cudaStream_t stream, const AttentionArgs& args, int64_t num_tiles, int32_t max_splits,
+                const void* k_cache, const void* v_cache) {
+  const auto bytes = static_cast<int>(shared_floats(args.block_size, args.head_dim) * sizeof(float));
+  const auto kernel = attention_kernel<KvT, OutT>;
+  if (bytes > 48 * 1024) {
+    const cudaError_t error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (error != cudaSuccess) return error;
+  }
+  const dim3 grid(static_cast<unsigned>(num_tiles), static_cast<unsigned>(args.num_kv_heads),
+                  static_cast<unsigned>(max_splits));
+  kernel<<<grid, kThreads, bytes, stream>>>(args, static_cast<const KvT*>(k_cache), static_cast<const KvT*>(v_cache));
+  if (max_splits > 1) {
+    const cudaError_t error = cudaGetLastError();
+    if (error != cudaSuccess) return error;
+    combine_kernel<OutT><<<dim3(static_cast<unsigned>(num_tiles), static_cast<unsigned>(args.num_q_heads)), 128, 0,
+                           stream>>>(args);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+int64_t launch::attention_shared_bytes(int64_t block_size, int64_t head_dim) {
+  return shared_floats(block_size, head_dim) * static_cast<int64_t>(sizeof(float));
+}
+
+cudaError_t launch::paged_attention(cudaStream_t stream, const AttentionArgs& args, int64_t num_tiles,
+                                    int32_t max_splits, const void* k_cache, const void* v_cache, bool cache_bf16,
+                                    bool out_bf16) {
+  if (cache_bf16) {
+    return out_bf16 ? run<__nv_bfloat16, __nv_bfloat16>(stream, args, num_tiles, max_splits, k_cache, v_cache)
+                    : run<__nv_bfloat16, float>(stream, args, num_tiles, max_splits, k_cache, v_cache);
+  }
+  return out_bf16 ? run<float, __nv_bfloat16>(stream, args, num_tiles, max_splits, k_cache, v_cache)
+                  : run<float, float>(stream, args, num_tiles, max_splits, k_cache, v_cache);
+}
+
+}  // namespace llaisys::cuda
