@@ -1,0 +1,55 @@
+#include "http/listener.hpp"
+
+#include <fmt/format.h>
+
+#include "http/session.hpp"
+#include "llaisys/core/log.hpp"
+
+namespace llaisys::server {
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+Listener::Listener(net::io_context& io, ServerApp& app, const ServerConfig& config)
+    : io_(io), acceptor_(net::make_strand(io)), app_(app), config_(config) {}
+
+Result<uint16_t> Listener::listen(const std::string& host, uint16_t port) {
+  boost::system::error_code ec;
+  tcp::resolver resolver(io_);
+  auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
+  if (ec || results.empty()) return make_error(ErrorCode::invalid_argument, "cannot resolve --host {}: {}", host, ec.message());
+  const tcp::endpoint endpoint = results.begin()->endpoint();
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return make_error(ErrorCode::io_error, "cannot listen on {}:{}: {}", host, port, ec.message());
+  return acceptor_.local_endpoint().port();
+}
+
+void Listener::start() { accept(); }
+
+void Listener::stop() {
+  net::post(acceptor_.get_executor(), [self = shared_from_this()] {
+    boost::system::error_code ec;
+    self->acceptor_.close(ec);
+  });
+}
+
+void Listener::accept() {
+  acceptor_.async_accept(net::make_strand(io_), [self = shared_from_this()](boost::system::error_code ec,
+                                                                            tcp::socket socket) {
+    if (ec == net::error::operation_aborted || !self->acceptor_.is_open()) return;
+    if (!ec) {
+      boost::system::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      const int32_t open = self->open_connections_->fetch_add(1) + 1;
+      start_session(std::move(socket), self->app_, self->config_, self->open_connections_,
+                    open > self->config_.max_connections);
+    } else {
+      log::warn("accept failed: {}", ec.message());
+    }
+    self->accept();
+  });
+}
+
+}  // namespace llaisys::server

@@ -1,0 +1,34 @@
+#pragma once
+// Accepts connections on the I/O threads; each connection gets its own strand. Beyond
+// --max-connections, a connection is answered 503 and closed.
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include <boost/asio.hpp>
+
+#include "server_app.hpp"
+#include "server_config.hpp"
+
+namespace llaisys::server {
+
+class Listener : public std::enable_shared_from_this<Listener> {
+ public:
+  Listener(boost::asio::io_context& io, ServerApp& app, const ServerConfig& config);
+  // Binds and listens; returns the bound port.
+  Result<uint16_t> listen(const std::string& host, uint16_t port);
+  void start();
+  void stop();
+
+ private:
+  void accept();
+
+  boost::asio::io_context& io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  ServerApp& app_;
+  const ServerConfig& config_;
+  std::shared_ptr<std::atomic<int32_t>> open_connections_ = std::make_shared<std::atomic<int32_t>>(0);
+};
+
+}  // namespace llaisys::server

@@ -1,0 +1,410 @@
+#include "http/session.hpp"
+
+#include <chrono>
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+
+#include "http/sse.hpp"
+#include "llaisys/core/log.hpp"
+#include "openai/errors.hpp"
+#include "request_log.hpp"
+
+namespace llaisys::server {
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t kHeaderLimit = 64 * 1024;
+constexpr std::size_t kPipelineLimit = 64 * 1024;  // bytes buffered from the client while generating
+
+std::string status_line(int status) {
+  return fmt::format("HTTP/1.1 {} {}\r\n", status, http::obsolete_reason(static_cast<http::status>(status)));
+}
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, ServerApp& app, const ServerConfig& config,
+          std::shared_ptr<std::atomic<int32_t>> open_connections)
+      : socket_(std::move(socket)), deadline_(socket_.get_executor()), keepalive_(socket_.get_executor()),
+        app_(app), config_(config), open_connections_(std::move(open_connections)) {}
+
+  ~Session() {
+    if (job_) {  // the connection died with a request in flight (its stream aborts as the job drops)
+      job_->abort();
+      log_entry_.status = 499;
+      job_->finish(499, log_entry_);
+      write_log();
+    }
+    open_connections_->fetch_sub(1);
+  }
+
+  void start(bool over_capacity) {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this(), over_capacity] {
+      if (over_capacity) {
+        self->keep_alive_ = false;
+        ApiError e = unavailable_error("the server has too many open connections; retry later");
+        self->send_simple(503, "application/json", error_body(e), {{"Retry-After", "1"}}, false);
+      } else {
+        self->read_header();
+      }
+    });
+  }
+
+ private:
+  // ---- deadlines: a timer that cancels the socket's operations (so we can still answer 408)
+  void arm(int64_t ms) {
+    timed_out_ = false;
+    deadline_.expires_after(std::chrono::milliseconds(std::max<int64_t>(ms, 1)));
+    deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->socket_.cancel(ignored);
+    });
+  }
+  void disarm() { deadline_.cancel(); }
+
+  void close() {
+    disarm();
+    keepalive_.cancel();
+    beast::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+  }
+
+  // ---- reading a request
+  void read_header() {
+    parser_.emplace();
+    parser_->header_limit(kHeaderLimit);
+    parser_->body_limit(static_cast<uint64_t>(std::max<int64_t>(config_.max_body_bytes, 0)));
+    arm(requests_ == 0 ? config_.header_timeout_ms : config_.idle_timeout_ms);
+    http::async_read_header(socket_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec) {
+      const bool got_bytes = buffer_.size() > 0 || parser_->got_some();
+      if (timed_out_ && got_bytes) return fail_request(408, "the request header did not arrive in time");
+      if (ec == http::error::header_limit) return fail_request(431, "the request header is too large");
+      if (ec == http::error::end_of_stream || timed_out_ || ec == net::error::eof ||
+          ec == net::error::connection_reset || ec == net::error::operation_aborted) {
+        return close();
+      }
+      return fail_request(400, fmt::format("malformed HTTP request: {}", ec.message()));
+    }
+    ++requests_;
+    started_ = Clock::now();
+    const auto& req = parser_->get();
+    if (const auto length = parser_->content_length();
+        length && *length > static_cast<uint64_t>(config_.max_body_bytes)) {
+      return fail_request(413, fmt::format("the request body ({} bytes) is larger than the limit of {} bytes", *length,
+                                           config_.max_body_bytes));
+    }
+    if (beast::iequals(req[http::field::expect], "100-continue")) {
+      continue_ = "HTTP/1.1 100 Continue\r\n\r\n";
+      net::async_write(socket_, net::buffer(continue_), [self = shared_from_this()](beast::error_code e, std::size_t) {
+        if (e) return self->close();
+        self->read_body();
+      });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    arm(config_.body_timeout_ms);
+    http::async_read(socket_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
+  }
+
+  void on_body(beast::error_code ec) {
+    disarm();
+    if (ec == http::error::body_limit) {
+      return fail_request(413, fmt::format("the request body is larger than the limit of {} bytes", config_.max_body_bytes));
+    }
+    if (timed_out_) return fail_request(408, "the request body did not arrive in time");
+    if (ec) {
+      if (ec == net::error::eof || ec == http::error::end_of_stream || ec == net::error::connection_reset ||
+          ec == http::error::partial_message) {
+        return close();
+      }
+      return fail_request(400, fmt::format("malformed HTTP request: {}", ec.message()));
+    }
+    handle();
+  }
+
+  // ---- answering
+  std::string cors_headers(std::string_view origin) const {
+    if (origin.empty() || config_.cors_origins.empty()) return {};
+    bool star = false;
+    for (const std::string& allowed : config_.cors_origins) {
+      if (allowed == origin) {
+        return fmt::format("Access-Control-Allow-Origin: {}\r\nAccess-Control-Allow-Credentials: true\r\nVary: Origin\r\n",
+                           origin);
+      }
+      star = star || allowed == "*";
+    }
+    return star ? "Access-Control-Allow-Origin: *\r\n" : "";
+  }
+
+  void handle() {
+    const auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();
+    method_ = std::string(req.method_string());
+    target_ = std::string(req.target());
+    origin_ = std::string(req[http::field::origin]);
+    head_ = req.method() == http::verb::head;
+    if (req.method() == http::verb::options) {
+      std::string extra = cors_headers(origin_);
+      if (!extra.empty()) {
+        extra += "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
+                 "Access-Control-Allow-Headers: Authorization, Content-Type, x-api-key\r\n"
+                 "Access-Control-Max-Age: 600\r\n";
+      }
+      log_entry_ = {.method = method_, .target = target_, .status = 204};
+      return send_raw(status_line(204) + extra + connection_header() + "\r\n", true);
+    }
+    const HttpRequestView view{.method = req.method_string(),
+                               .target = req.target(),
+                               .body = req.body(),
+                               .authorization = req[http::field::authorization],
+                               .x_api_key = req["x-api-key"]};
+    std::weak_ptr<Session> weak = weak_from_this();
+    auto executor = socket_.get_executor();
+    OutputNotifier notify = [weak, executor] {
+      net::post(executor, [weak] {
+        if (auto self = weak.lock()) self->on_notify();
+      });
+    };
+    Reply reply = app_.handle(view, notify);
+    log_entry_ = {.id = reply.id, .method = method_, .target = target_, .model = reply.model};
+    if (!reply.job) {
+      app_.count(reply);
+      log_entry_.status = reply.status;
+      if (reply.status >= 400) log_entry_.finish = reply.body.substr(0, 300);
+      return send_simple(reply.status, reply.content_type, std::move(reply.body), reply.headers, keep_alive_);
+    }
+    start_job(std::move(reply.job));
+  }
+
+  std::string connection_header() const { return keep_alive_ ? "" : "Connection: close\r\n"; }
+
+  void send_simple(int status, std::string_view content_type, std::string body,
+                   const std::vector<std::pair<std::string, std::string>>& headers, bool keep_alive) {
+    keep_alive_ = keep_alive;
+    std::string out = status_line(status);
+    out += fmt::format("Content-Type: {}\r\nContent-Length: {}\r\n", content_type, body.size());
+    for (const auto& [k, v] : headers) out += fmt::format("{}: {}\r\n", k, v);
+    out += cors_headers(origin_);
+    out += connection_header();
+    out += "\r\n";
+    if (!head_) out += body;
+    send_raw(std::move(out), true);
+  }
+
+  // Answers a request that cannot be read to the end and closes the connection.
+  void fail_request(int status, std::string message) {
+    ApiError e{.status = status, .message = std::move(message), .type = "invalid_request_error"};
+    log_entry_ = {.method = parser_ ? std::string(parser_->get().method_string()) : "", .status = status,
+                  .finish = e.message};
+    send_simple(status, "application/json", error_body(e), {}, false);
+  }
+
+  void send_raw(std::string bytes, bool complete) {
+    pending_ += bytes;
+    response_complete_ = complete;
+    if (!job_) arm(config_.idle_timeout_ms);  // a client that does not read is dropped
+    flush();
+  }
+
+  void flush() {
+    if (writing_ || pending_.empty() || closed_) return;
+    writing_ = true;
+    in_flight_ = std::move(pending_);
+    pending_.clear();
+    net::async_write(socket_, net::buffer(in_flight_),
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
+  }
+
+  void on_write(beast::error_code ec) {
+    writing_ = false;
+    last_write_ = Clock::now();
+    if (ec) {
+      // The client is gone: stop the engine's work for it.
+      if (job_ && !job_->done()) job_->abort();
+      peer_gone_ = true;
+      closed_ = true;
+      close();
+      return;
+    }
+    if (!pending_.empty()) return flush();
+    if (response_complete_) after_response();
+  }
+
+  void write_log() {
+    log_entry_.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
+    log::info("{}", format_log_line(log_entry_));
+  }
+
+  void after_response() {
+    disarm();
+    write_log();
+    keepalive_.cancel();
+    job_.reset();
+    response_complete_ = false;
+    if (!keep_alive_ || peer_gone_) return close();
+    if (watching_) {
+      next_after_watch_ = true;
+      beast::error_code ignored;
+      socket_.cancel(ignored);  // the watch read ends; its handler reads the next request
+      return;
+    }
+    read_header();
+  }
+
+  // ---- jobs
+  void start_job(std::unique_ptr<Job> job) {
+    disarm();
+    job_ = std::move(job);
+    streaming_ = job_->streaming();
+    watch();
+    if (streaming_) {
+      std::string head = status_line(200);
+      head += "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
+              "Transfer-Encoding: chunked\r\n";
+      head += cors_headers(origin_);
+      head += connection_header();
+      head += "\r\n";
+      log_entry_.status = 200;
+      send_raw(std::move(head), false);
+      arm_keepalive();
+    }
+    on_notify();
+  }
+
+  void on_notify() {
+    if (!job_ || response_complete_) return;
+    std::string bytes = job_->poll();
+    if (streaming_ && !bytes.empty()) pending_ += http_chunk(bytes);
+    if (job_->done()) {
+      int status = 200;
+      if (streaming_) {
+        pending_ += kLastChunk;
+        status = peer_gone_ ? 499 : 200;
+        log_entry_.status = 200;
+      } else {
+        status = peer_gone_ ? 499 : job_->status();
+        log_entry_.status = status;
+      }
+      job_->finish(status, log_entry_);
+      if (peer_gone_) {
+        write_log();
+        job_.reset();
+        closed_ = true;
+        return close();
+      }
+      if (!streaming_) {
+        std::string body = job_->body();
+        std::string out = status_line(job_->status());
+        out += fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", body.size());
+        out += cors_headers(origin_);
+        out += connection_header();
+        out += "\r\n";
+        out += body;
+        pending_ += out;
+      }
+      response_complete_ = true;
+    }
+    flush();
+  }
+
+  void arm_keepalive() {
+    if (config_.sse_keepalive_ms <= 0) return;
+    keepalive_.expires_after(std::chrono::milliseconds(config_.sse_keepalive_ms));
+    keepalive_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->job_ || self->response_complete_ || self->closed_) return;
+      const auto idle = Clock::now() - self->last_write_;
+      if (!self->writing_ && idle >= std::chrono::milliseconds(self->config_.sse_keepalive_ms) - std::chrono::milliseconds(5)) {
+        self->pending_ += http_chunk(kSseKeepAlive);
+        self->flush();
+      }
+      self->arm_keepalive();
+    });
+  }
+
+  // A read kept outstanding while a job runs: EOF or an error means the client went away.
+  void watch() {
+    if (watching_ || buffer_.size() >= kPipelineLimit) return;
+    watching_ = true;
+    socket_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      self->on_watch(ec, n);
+    });
+  }
+
+  void on_watch(beast::error_code ec, std::size_t n) {
+    watching_ = false;
+    if (!ec) buffer_.commit(n);
+    const bool gone = ec && ec != net::error::operation_aborted;
+    if (gone) {
+      peer_gone_ = true;
+      if (job_ && !job_->done()) {
+        job_->abort();  // the final output follows within one engine step; on_notify then closes
+        return;
+      }
+      if (!writing_) {
+        closed_ = true;
+        close();
+      }
+      return;
+    }
+    if (next_after_watch_) {
+      next_after_watch_ = false;
+      return read_header();
+    }
+    if (job_ && !closed_) watch();
+  }
+
+  tcp::socket socket_;
+  net::steady_timer deadline_;
+  net::steady_timer keepalive_;
+  ServerApp& app_;
+  const ServerConfig& config_;
+  std::shared_ptr<std::atomic<int32_t>> open_connections_;
+
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::string continue_;
+  std::string pending_, in_flight_;
+  std::unique_ptr<Job> job_;
+  RequestLogEntry log_entry_;
+  std::string method_, target_, origin_;
+  Clock::time_point started_ = Clock::now();
+  Clock::time_point last_write_ = Clock::now();
+  int64_t requests_ = 0;
+  bool timed_out_ = false;
+  bool keep_alive_ = true;
+  bool head_ = false;
+  bool writing_ = false;
+  bool response_complete_ = false;
+  bool streaming_ = false;
+  bool watching_ = false;
+  bool next_after_watch_ = false;
+  bool peer_gone_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+void start_session(tcp::socket socket, ServerApp& app, const ServerConfig& config,
+                   std::shared_ptr<std::atomic<int32_t>> open_connections, bool over_capacity) {
+  std::make_shared<Session>(std::move(socket), app, config, std::move(open_connections))->start(over_capacity);
+}
+
+}  // namespace llaisys::server

@@ -1,0 +1,60 @@
+// llaisys-server: an OpenAI-compatible HTTP server (Boost.Beast) over llaisys models. See docs/SERVER.md.
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <fmt/format.h>
+
+#include "app_log.hpp"
+#include "http/listener.hpp"
+#include "llaisys/core/log.hpp"
+#include "model_router.hpp"
+#include "server_app.hpp"
+#include "server_config.hpp"
+
+int main(int argc, char** argv) {
+  using namespace llaisys::server;
+  namespace net = boost::asio;
+  ServerConfig config;
+  if (auto code = parse_command_line(argc, argv, config)) return *code;
+  llaisys::app::init_logging(config.log_level);
+
+  net::io_context io(config.threads);
+  ModelRouter router(config.models);
+  ServerApp app(config, router);
+  auto listener = std::make_shared<Listener>(io, app, config);
+  auto port = listener->listen(config.host, static_cast<uint16_t>(config.port));
+  if (!port.ok()) {
+    fmt::print(stderr, "error: {}\n", port.status().message());
+    return 1;
+  }
+  listener->start();
+  const std::string host = config.host.find(':') != std::string::npos ? "[" + config.host + "]" : config.host;
+  fmt::print(stderr, "llaisys-server listening on http://{}:{}\n", host, *port);
+  std::fflush(stderr);
+
+  std::atomic<int> exit_code{0};
+  router.start_loading(config.plugin_dir, config.device, [&](const llaisys::Status& status) {
+    fmt::print(stderr, "error: {}\n", status.message());
+    exit_code = 1;
+    io.stop();
+  });
+
+  net::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code&, int) {
+    llaisys::log::info("shutting down");
+    listener->stop();
+    io.stop();
+  });
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::vector<std::thread> threads;
+  for (int i = 1; i < config.threads; ++i) threads.emplace_back([&io] { io.run(); });
+  io.run();
+  for (std::thread& t : threads) t.join();
+  router.shutdown();
+  return exit_code.load();
+}

@@ -1,0 +1,74 @@
+#pragma once
+// OpenAI request bodies -> engine requests, with every field type- and range-checked.
+//
+// Errors are Statuses: invalid_argument -> HTTP 400 (the message names the field first, in quotes,
+// so the error's "param" can be filled in); resource_exhausted -> HTTP 400 context_length_exceeded.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "llaisys/engine/request.hpp"
+#include "llaisys/model/types.hpp"
+#include "llaisys/text/chat_template.hpp"
+#include "llaisys/text/tokenizer.hpp"
+
+namespace llaisys::server {
+
+inline constexpr int32_t kMaxN = 16;              // choices per request
+inline constexpr int32_t kMaxTopLogprobs = 20;    // chat top_logprobs and completions logprobs
+inline constexpr int32_t kMaxStopStrings = 16;
+inline constexpr int32_t kMaxEmbeddingInputs = 256;
+inline constexpr int32_t kMaxLogitBias = 1024;
+
+// What request parsing needs to know about the model.
+struct ModelTextContext {
+  int32_t vocab_size = 0;
+  int32_t max_model_len = 0;  // prompt + generated tokens
+  std::shared_ptr<const text::Tokenizer> tokenizer;  // may be null
+  const text::ChatTemplate* chat_template = nullptr;  // null: chat_template_status says why
+  Status chat_template_status;
+  std::vector<std::string> default_stop;  // e.g. "<|im_end|>" for the ChatML fallback (chat only)
+};
+
+enum class ApiKind : uint8_t { chat, completion };
+
+struct ParsedGenerate {
+  ApiKind kind = ApiKind::chat;
+  GenerateRequest request;
+  bool stream = false;
+  bool include_usage = false;
+  bool logprobs = false;       // return logprobs (chat: "logprobs": true; completions: "logprobs": k)
+  int32_t top_logprobs = 0;
+  bool parse_tools = false;    // tools given and tool_choice is not "none"
+  bool echo = false;           // completions: prepend the prompt's text
+  std::string prompt_text;     // completions with echo
+  std::string user;
+};
+
+struct ParsedEmbed {
+  std::vector<std::vector<TokenId>> inputs;
+  bool base64 = false;
+  std::string user;
+};
+
+// JSON text -> value, with a depth limit (deep nesting is an error, never a stack overflow) and
+// UTF-8 validation. The body must be an object.
+Result<boost::json::object> parse_json_body(std::string_view body);
+
+// The "model" field (required string).
+Result<std::string> model_field(const boost::json::object& body);
+
+Result<ParsedGenerate> parse_chat_request(const boost::json::object& body, const ModelTextContext& model);
+Result<ParsedGenerate> parse_completion_request(const boost::json::object& body, const ModelTextContext& model);
+Result<ParsedEmbed> parse_embedding_request(const boost::json::object& body, const ModelTextContext& model);
+
+// Chat messages rendered by the template (content parts joined, tool_call arguments given to the
+// template as objects), then encoded without added special tokens.
+Result<std::vector<TokenId>> render_messages(const boost::json::value& messages, const boost::json::value& tools,
+                                             const ModelTextContext& model);
+
+}  // namespace llaisys::server

@@ -1,0 +1,75 @@
+#pragma once
+// Engine outputs -> OpenAI response bodies and stream chunks (chat.completion / text_completion),
+// including tool calls, logprobs in the chat and the completions formats, and usage.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "llaisys/engine/request.hpp"
+#include "llaisys/text/tokenizer.hpp"
+#include "openai/errors.hpp"
+#include "openai/request_parse.hpp"
+#include "openai/tool_calls.hpp"
+
+namespace llaisys::server {
+
+struct ResponseMeta {
+  std::string id;
+  int64_t created = 0;
+  std::string model;
+};
+
+// Bytes that are not valid UTF-8 become U+FFFD, so any token's bytes can go into JSON.
+std::string sanitize_utf8(std::string_view bytes);
+
+boost::json::object usage_json(const Usage& usage);
+
+class GenerationResponse {
+ public:
+  GenerationResponse(const ParsedGenerate& parsed, ResponseMeta meta, std::shared_ptr<const text::Tokenizer> tokenizer);
+
+  // Streaming: the SSE events for one engine output; after the last output also the usage chunk
+  // (with include_usage) and "data: [DONE]". A failed request ends with an error event, then [DONE].
+  std::string stream_events(const RequestOutput& output);
+  // Non-streaming: collect; then body() (or error()).
+  void accumulate(const RequestOutput& output);
+  std::string body() const;
+
+  // Set when the engine failed the request (finish_reason error).
+  const std::optional<ApiError>& error() const { return error_; }
+  const Usage& usage() const { return usage_; }
+  std::string finish_summary() const;  // the choices' finish reasons, for the log
+
+ private:
+  struct Choice {
+    std::string text;
+    std::vector<ToolCall> calls;
+    ToolCallParser parser;
+    boost::json::array chat_logprobs;  // chat: content entries
+    boost::json::array tokens, token_logprobs, top_logprobs, text_offsets;  // completions format
+    std::optional<std::string> finish_reason;
+    bool started = false;
+  };
+
+  // Applies one delta to its choice: returns the new content text and the tool calls it completed.
+  ToolParseResult apply(Choice& choice, const ChoiceDelta& delta);
+  boost::json::value delta_logprobs(Choice& choice, const ChoiceDelta& delta);
+  std::string finish_reason(const Choice& choice, const ChoiceDelta& delta);
+  boost::json::object chunk_base() const;
+  void record_error(const ChoiceDelta& delta);
+
+  ParsedGenerate parsed_;  // no prompt ids kept
+  ResponseMeta meta_;
+  std::shared_ptr<const text::Tokenizer> tokenizer_;
+  std::vector<Choice> choices_;
+  Usage usage_;
+  std::optional<ApiError> error_;
+  bool error_sent_ = false;
+};
+
+}  // namespace llaisys::server

@@ -1,0 +1,47 @@
+#pragma once
+// Qwen2.5-style tool calls in generated text: "<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>".
+//
+// ToolCallParser is fed the text deltas as they arrive (split anywhere, even inside the markers) and
+// returns what is plain content and which tool calls completed. Text that might be the start of a
+// "<tool_call>" marker is held back until it is decided. A block whose JSON is not an object with a
+// string "name" is given back as content, unchanged. finish() flushes what is held back (an
+// unterminated block is parsed if its JSON is complete, otherwise returned as content).
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llaisys::server {
+
+struct ToolCall {
+  std::string id;         // "call_" + random hex
+  std::string name;
+  std::string arguments;  // JSON text (serialized "arguments", "{}" when absent)
+};
+
+struct ToolParseResult {
+  std::string content;
+  std::vector<ToolCall> calls;
+};
+
+class ToolCallParser {
+ public:
+  ToolParseResult feed(std::string_view text);
+  ToolParseResult finish();
+  bool saw_tool_call() const { return num_calls_ > 0; }
+
+ private:
+  void drain(ToolParseResult& out, bool at_end);
+  bool emit_block(std::string_view block, ToolParseResult& out);
+
+  std::string buffer_;
+  bool inside_ = false;
+  int num_calls_ = 0;
+};
+
+// Parses one block's JSON (between the markers) into a call; false when it is not a tool call.
+bool parse_tool_call_json(std::string_view json_text, ToolCall& call);
+
+std::string random_call_id();
+
+}  // namespace llaisys::server

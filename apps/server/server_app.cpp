@@ -1,0 +1,386 @@
+#include "server_app.hpp"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "auth.hpp"
+#include "jobs.hpp"
+#include "openai/errors.hpp"
+#include "openai/request_parse.hpp"
+#include "openai/response.hpp"
+#include "request_fields.hpp"
+
+namespace llaisys::server {
+namespace json = boost::json;
+
+namespace {
+
+std::string random_hex(int digits) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  std::string out;
+  while (static_cast<int>(out.size()) < digits) out += fmt::format("{:016x}", rng());
+  return out.substr(0, static_cast<std::size_t>(digits));
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Reply json_reply(int status, std::string body) {
+  Reply r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+std::string_view path_of(std::string_view target) {
+  const auto q = target.find('?');
+  return q == std::string_view::npos ? target : target.substr(0, q);
+}
+
+std::string_view content_type_for(const std::filesystem::path& file) {
+  const std::string ext = file.extension().string();
+  if (ext == ".html") return "text/html; charset=utf-8";
+  if (ext == ".js" || ext == ".mjs") return "text/javascript; charset=utf-8";
+  if (ext == ".css") return "text/css; charset=utf-8";
+  if (ext == ".json" || ext == ".map") return "application/json";
+  if (ext == ".svg") return "image/svg+xml";
+  if (ext == ".png") return "image/png";
+  if (ext == ".ico") return "image/x-icon";
+  if (ext == ".txt") return "text/plain; charset=utf-8";
+  if (ext == ".woff2") return "font/woff2";
+  return "application/octet-stream";
+}
+
+// The model a request names, ready to serve, or the error reply.
+ModelEntry* resolve_model(const ModelRouter& router, const json::object& body, Reply& error) {
+  auto name = model_field(body);
+  if (!name.ok()) {
+    error = error_reply(from_parse_status(name.status()));
+    return nullptr;
+  }
+  ModelEntry* model = router.find(*name);
+  if (model == nullptr) {
+    error = error_reply(not_found_error(
+        fmt::format("The model '{}' does not exist. Available models: {}", name->substr(0, 200), router.available()),
+        "model_not_found"));
+    return nullptr;
+  }
+  if (!model->ready.load(std::memory_order_acquire)) {
+    error = error_reply(unavailable_error(fmt::format("The model '{}' is still loading", *name)));
+    error.headers.emplace_back("Retry-After", "5");
+    error.model = *name;
+    return nullptr;
+  }
+  return model;
+}
+
+Reply submit_error(const Status& status, const std::string& model) {
+  Reply r;
+  if (status.code() == ErrorCode::invalid_argument) {
+    r = error_reply(from_parse_status(status));
+  } else if (status.code() == ErrorCode::resource_exhausted) {
+    r = error_reply(rate_limit_error(status.message()));
+    r.headers.emplace_back("Retry-After", "1");
+  } else if (status.code() == ErrorCode::cancelled) {
+    r = error_reply(unavailable_error("the server is shutting down"));
+  } else {
+    r = error_reply(internal_error(status.message()));
+  }
+  r.model = model;
+  return r;
+}
+
+}  // namespace
+
+Reply error_reply(const ApiError& error) {
+  Reply r = json_reply(error.status, error_body(error));
+  if (error.status == 429) r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+ServerApp::ServerApp(const ServerConfig& config, ModelRouter& router) : config_(config), router_(router) {
+  if (!config.webui_dir.empty()) {
+    webui_dir_ = config.webui_dir;
+  } else {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) webui_dir_ = exe.parent_path() / ".." / "share" / "llaisys" / "webui";
+  }
+  std::error_code ec;
+  if (!webui_dir_.empty()) webui_dir_ = std::filesystem::weakly_canonical(webui_dir_, ec);
+}
+
+Reply ServerApp::handle(const HttpRequestView& request, const OutputNotifier& notify) {
+  try {
+    return route(request, notify);
+  } catch (const std::exception& e) {
+    return error_reply(internal_error(fmt::format("internal error: {}", e.what())));
+  }
+}
+
+void ServerApp::count(const Reply& reply) {
+  if (reply.model.empty()) return;
+  if (ModelEntry* m = router_.find(reply.model)) m->metrics.count_request(reply.status);
+}
+
+std::string ServerApp::metrics_text() const {
+  std::vector<ModelMetricsView> views;
+  for (const auto& m : router_.models()) {
+    ModelMetricsView v{.model = m->spec.name, .metrics = m->metrics.snapshot()};
+    if (m->ready.load(std::memory_order_acquire)) v.engine = m->engine->stats();
+    views.push_back(std::move(v));
+  }
+  return render_prometheus(views);
+}
+
+Reply ServerApp::route(const HttpRequestView& request, const OutputNotifier& notify) {
+  const std::string_view path = path_of(request.target);
+  const std::string_view method = request.method;
+  const bool get = method == "GET" || method == "HEAD";
+  auto method_not_allowed = [&](std::string_view allow) {
+    Reply r = error_reply({.status = 405, .message = fmt::format("{} is not allowed on {}; use {}", method.substr(0, 16),
+                                                                 path.substr(0, 100), allow),
+                           .type = "invalid_request_error", .code = "method_not_allowed"});
+    r.headers.emplace_back("Allow", std::string(allow));
+    return r;
+  };
+
+  // Public routes.
+  if (path == "/health") {
+    if (!get) return method_not_allowed("GET");
+    return router_.all_ready() ? json_reply(200, R"({"status":"ok"})") : json_reply(503, R"({"status":"loading"})");
+  }
+  if (path == "/metrics") {
+    if (!get) return method_not_allowed("GET");
+    Reply r = json_reply(200, metrics_text());
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return r;
+  }
+  if (path == "/v1/models" || path.starts_with("/v1/models/")) {
+    if (!get) return method_not_allowed("GET");
+    return models(path == "/v1/models" ? std::string_view() : path.substr(std::string_view("/v1/models/").size()));
+  }
+  const bool api = path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize";
+  if (!api) {
+    if (!get) return error_reply(not_found_error(fmt::format("no route {} {}", method.substr(0, 16), path.substr(0, 100))));
+    return static_file(path);
+  }
+  // Everything else needs the API key.
+  if (!authorized(config_.api_keys, request.authorization, request.x_api_key)) return error_reply(auth_error());
+  struct PostRoute {
+    std::string_view path;
+    int kind;
+  };
+  static constexpr PostRoute kRoutes[] = {
+      {"/v1/chat/completions", 0}, {"/v1/completions", 1}, {"/v1/embeddings", 2}, {"/tokenize", 3}, {"/detokenize", 4}};
+  for (const PostRoute& r : kRoutes) {
+    if (path != r.path) continue;
+    if (method != "POST") return method_not_allowed("POST");
+    switch (r.kind) {
+      case 0: return generate(request, /*chat=*/true, notify);
+      case 1: return generate(request, /*chat=*/false, notify);
+      case 2: return embeddings(request, notify);
+      case 3: return tokenize(request);
+      default: return detokenize(request);
+    }
+  }
+  return error_reply(not_found_error(fmt::format("no route {} {}", method.substr(0, 16), path.substr(0, 100))));
+}
+
+Reply ServerApp::generate(const HttpRequestView& request, bool chat, const OutputNotifier& notify) {
+  auto body = parse_json_body(request.body);
+  if (!body.ok()) return error_reply(from_parse_status(body.status()));
+  Reply error;
+  ModelEntry* model = resolve_model(router_, *body, error);
+  if (model == nullptr) return error;
+  const std::string& name = model->spec.name;
+  auto parsed = chat ? parse_chat_request(*body, model->text) : parse_completion_request(*body, model->text);
+  if (!parsed.ok()) {
+    Reply r = error_reply(from_parse_status(parsed.status()));
+    r.model = name;
+    return r;
+  }
+  if (!model->admission.try_acquire()) {
+    Reply r = error_reply(rate_limit_error(fmt::format(
+        "The model '{}' is at capacity ({} running + queued requests); retry later", name, model->admission.capacity())));
+    r.model = name;
+    return r;
+  }
+  auto reservation = std::make_unique<Reservation>(&model->admission);
+  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
+  auto response = std::make_unique<GenerationResponse>(*parsed, ResponseMeta{id, unix_now(), name}, model->tokenizer);
+  const int32_t n = parsed->request.n;
+  auto stream = model->engine->submit(std::move(parsed->request), notify);
+  if (!stream.ok()) return submit_error(stream.status(), name);
+  Reply r;
+  r.model = name;
+  r.id = id;
+  r.job = make_generation_job(*model, std::move(reservation), std::move(stream).value(), std::move(response),
+                              parsed->stream, n);
+  return r;
+}
+
+Reply ServerApp::embeddings(const HttpRequestView& request, const OutputNotifier& notify) {
+  auto body = parse_json_body(request.body);
+  if (!body.ok()) return error_reply(from_parse_status(body.status()));
+  Reply error;
+  ModelEntry* model = resolve_model(router_, *body, error);
+  if (model == nullptr) return error;
+  const std::string& name = model->spec.name;
+  auto parsed = parse_embedding_request(*body, model->text);
+  if (!parsed.ok()) {
+    Reply r = error_reply(from_parse_status(parsed.status()));
+    r.model = name;
+    return r;
+  }
+  if (!model->admission.try_acquire()) {
+    Reply r = error_reply(rate_limit_error(fmt::format("The model '{}' is at capacity; retry later", name)));
+    r.model = name;
+    return r;
+  }
+  auto reservation = std::make_unique<Reservation>(&model->admission);
+  std::vector<RequestStream> streams;
+  for (std::vector<TokenId>& ids : parsed->inputs) {
+    EmbedRequest e{.prompt_ids = std::move(ids), .pooling = Pooling::last, .normalize = true};
+    auto stream = model->engine->submit(std::move(e), notify);
+    if (!stream.ok()) return submit_error(stream.status(), name);  // the streams so far abort as they drop
+    streams.push_back(std::move(stream).value());
+  }
+  Reply r;
+  r.model = name;
+  r.id = "embd-" + random_hex(24);
+  r.job = make_embedding_job(*model, std::move(reservation), std::move(streams), parsed->base64, name);
+  return r;
+}
+
+Reply ServerApp::tokenize(const HttpRequestView& request) {
+  auto body = parse_json_body(request.body);
+  if (!body.ok()) return error_reply(from_parse_status(body.status()));
+  Reply error;
+  ModelEntry* model = resolve_model(router_, *body, error);
+  if (model == nullptr) return error;
+  Reply r;
+  r.model = model->spec.name;
+  const json::value* prompt = body->if_contains("prompt");
+  const json::value* messages = body->if_contains("messages");
+  const json::value* add = body->if_contains("add_special_tokens");
+  if (add != nullptr && !add->is_bool() && !add->is_null()) {
+    r = error_reply(invalid_request("'add_special_tokens' must be true or false", "add_special_tokens"));
+    r.model = model->spec.name;
+    return r;
+  }
+  Result<std::vector<TokenId>> ids = Status(ErrorCode::invalid_argument, "give 'prompt' (a string) or 'messages'");
+  if (!model->tokenizer) {
+    ids = Status(ErrorCode::invalid_argument, "this model has no tokenizer");
+  } else if (prompt != nullptr && messages == nullptr) {
+    if (!prompt->is_string()) {
+      ids = Status(ErrorCode::invalid_argument, "'prompt' must be a string");
+    } else {
+      const bool special = add != nullptr && add->is_bool() ? add->as_bool() : true;
+      ids = model->tokenizer->encode(prompt->as_string(), special);
+    }
+  } else if (messages != nullptr && prompt == nullptr) {
+    json::value tools;
+    if (const json::value* t = body->if_contains("tools"); t != nullptr && t->is_array()) tools = *t;
+    ids = render_messages(*messages, tools, model->text);
+    if (ids.ok() && add != nullptr && add->is_bool() && add->as_bool()) {
+      // Rendered chats carry their own special tokens; add_special_tokens adds BOS as encode() would.
+      auto empty = model->tokenizer->encode("", true);
+      if (empty.ok()) ids->insert(ids->begin(), empty->begin(), empty->end());
+    }
+  }
+  if (!ids.ok()) {
+    r = error_reply(from_parse_status(ids.status()));
+    r.model = model->spec.name;
+    return r;
+  }
+  json::array tokens;
+  for (TokenId id : *ids) tokens.push_back(id);
+  r.body = json::serialize(json::object{{"tokens", std::move(tokens)},
+                                        {"count", static_cast<int64_t>(ids->size())},
+                                        {"max_model_len", model->text.max_model_len}});
+  return r;
+}
+
+Reply ServerApp::detokenize(const HttpRequestView& request) {
+  auto body = parse_json_body(request.body);
+  if (!body.ok()) return error_reply(from_parse_status(body.status()));
+  Reply error;
+  ModelEntry* model = resolve_model(router_, *body, error);
+  if (model == nullptr) return error;
+  Reply r;
+  r.model = model->spec.name;
+  Result<std::string> text = Status(ErrorCode::invalid_argument, "this model has no tokenizer");
+  const json::value* tokens = body->if_contains("tokens");
+  if (tokens == nullptr) {
+    text = Status(ErrorCode::invalid_argument, "'tokens' must be a list of token ids");
+  } else if (model->tokenizer) {
+    if (tokens->is_array() && tokens->as_array().empty()) {
+      text = std::string();
+    } else {
+      auto ids = app::token_ids_field(*tokens, "tokens", model->text.vocab_size);
+      text = ids.ok() ? model->tokenizer->decode(*ids, false) : Result<std::string>(ids.status());
+    }
+  }
+  if (!text.ok()) {
+    r = error_reply(from_parse_status(text.status()));
+    r.model = model->spec.name;
+    return r;
+  }
+  r.body = json::serialize(json::object{{"prompt", sanitize_utf8(*text)}});
+  return r;
+}
+
+Reply ServerApp::models(std::string_view id) const {
+  json::array data;
+  for (const auto& m : router_.models()) {
+    if (!id.empty() && m->spec.name != id) continue;
+    const bool ready = m->ready.load(std::memory_order_acquire);
+    json::object o{{"id", m->spec.name},
+                   {"object", "model"},
+                   {"created", ready ? m->created : int64_t{0}},
+                   {"owned_by", "llaisys"},
+                   {"max_model_len", ready ? m->text.max_model_len : 0},
+                   {"chat_template_source", m->chat_template_source}};
+    if (!id.empty()) return json_reply(200, json::serialize(o));
+    data.push_back(std::move(o));
+  }
+  if (!id.empty()) {
+    return error_reply(not_found_error(fmt::format("The model '{}' does not exist. Available models: {}",
+                                                   id.substr(0, 200), router_.available()),
+                                       "model_not_found"));
+  }
+  return json_reply(200, json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}}));
+}
+
+Reply ServerApp::static_file(std::string_view path) const {
+  auto missing = [&] { return error_reply(not_found_error(fmt::format("no such file: {}", path.substr(0, 100)))); };
+  if (webui_dir_.empty() || path.empty() || path.front() != '/') return missing();
+  std::string rel(path.substr(1));
+  if (rel.empty() || rel.back() == '/') rel += "index.html";
+  if (rel.find("..") != std::string::npos || rel.find('\0') != std::string::npos || rel.find('\\') != std::string::npos ||
+      rel.find('%') != std::string::npos) {
+    return missing();
+  }
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::weakly_canonical(webui_dir_ / rel, ec);
+  if (ec || !file.string().starts_with(webui_dir_.string() + "/") || !std::filesystem::is_regular_file(file, ec)) {
+    return missing();
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return missing();
+  std::ostringstream s;
+  s << in.rdbuf();
+  Reply r = json_reply(200, s.str());
+  r.content_type = std::string(content_type_for(file));
+  r.headers.emplace_back("Cache-Control", "no-cache");
+  r.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  return r;
+}
+
+}  // namespace llaisys::server

@@ -1,0 +1,77 @@
+#pragma once
+// The routes, independent of the HTTP transport: a request (method, target, headers that matter,
+// body) -> a Reply, which is either complete or carries a Job that the connection drives with the
+// engine's notifications (streamed as SSE, or answered when finished).
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "llaisys/engine/request_stream.hpp"
+#include "model_router.hpp"
+#include "request_log.hpp"
+#include "server_config.hpp"
+
+namespace llaisys::server {
+
+class Job {
+ public:
+  virtual ~Job() = default;
+  virtual bool streaming() const = 0;
+  // Pops everything the engine has delivered. Streaming jobs return the bytes to send.
+  virtual std::string poll() = 0;
+  virtual bool done() const = 0;
+  // The client went away: abort in the engine (frees its KV within one step).
+  virtual void abort() = 0;
+  // Non-streaming jobs once done: the HTTP status and JSON body.
+  virtual int status() const = 0;
+  virtual std::string body() const = 0;
+  // Once, at the end: metrics (status as counted) and the log line's fields.
+  virtual void finish(int status, RequestLogEntry& log) = 0;
+};
+
+struct HttpRequestView {
+  std::string_view method;
+  std::string_view target;
+  std::string_view body;
+  std::string_view authorization;
+  std::string_view x_api_key;
+};
+
+struct Reply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::unique_ptr<Job> job;
+  std::string model;  // for the log and the metrics label
+  std::string id;     // the request id (log line, response id)
+};
+
+class ServerApp {
+ public:
+  ServerApp(const ServerConfig& config, ModelRouter& router);
+  // `notify` is handed to the engine for streamed outputs (called on the engine thread).
+  Reply handle(const HttpRequestView& request, const OutputNotifier& notify);
+  // Counts a finished reply in the model's metrics (replies without a job).
+  void count(const Reply& reply);
+  std::string metrics_text() const;
+
+ private:
+  Reply route(const HttpRequestView& request, const OutputNotifier& notify);
+  Reply generate(const HttpRequestView& request, bool chat, const OutputNotifier& notify);
+  Reply embeddings(const HttpRequestView& request, const OutputNotifier& notify);
+  Reply tokenize(const HttpRequestView& request);
+  Reply detokenize(const HttpRequestView& request);
+  Reply models(std::string_view id) const;
+  Reply static_file(std::string_view path) const;
+
+  const ServerConfig& config_;
+  ModelRouter& router_;
+  std::filesystem::path webui_dir_;
+};
+
+Reply error_reply(const struct ApiError& error);
+
+}  // namespace llaisys::server

@@ -1,0 +1,315 @@
+#include "server_config.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+namespace llaisys::server {
+
+namespace {
+
+Result<toml::table> parse_toml(const std::string& text, const std::string& origin) {
+  try {
+    return toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    return make_error(ErrorCode::parse_error, "{}: {}", origin, e.description());
+  }
+}
+
+template <class T>
+Status read_value(const toml::node& node, std::string_view key, const std::string& where, T& out) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (auto v = node.value<bool>()) {
+      out = *v;
+      return Status();
+    }
+    return make_error(ErrorCode::invalid_argument, "{}: '{}' must be true or false", where, key);
+  } else if constexpr (std::is_integral_v<T>) {
+    if (auto v = node.value_exact<int64_t>()) {
+      if (*v < static_cast<int64_t>(std::numeric_limits<T>::min()) || *v > static_cast<int64_t>(std::numeric_limits<T>::max())) {
+        return make_error(ErrorCode::invalid_argument, "{}: '{}' is out of range", where, key);
+      }
+      out = static_cast<T>(*v);
+      return Status();
+    }
+    return make_error(ErrorCode::invalid_argument, "{}: '{}' must be an integer", where, key);
+  } else {
+    if (auto v = node.value_exact<std::string>()) {
+      out = *v;
+      return Status();
+    }
+    return make_error(ErrorCode::invalid_argument, "{}: '{}' must be a string", where, key);
+  }
+}
+
+Status read_strings(const toml::node& node, std::string_view key, const std::string& where,
+                    std::vector<std::string>& out) {
+  if (auto s = node.value_exact<std::string>()) {
+    out = {*s};
+    return Status();
+  }
+  const toml::array* array = node.as_array();
+  if (array == nullptr) return make_error(ErrorCode::invalid_argument, "{}: '{}' must be a list of strings", where, key);
+  out.clear();
+  for (const toml::node& item : *array) {
+    auto s = item.value_exact<std::string>();
+    if (!s) return make_error(ErrorCode::invalid_argument, "{}: '{}' must be a list of strings", where, key);
+    out.push_back(*s);
+  }
+  return Status();
+}
+
+// Engine keys shared by [server] and [[model]]. Returns true when `key` was one of them.
+Result<bool> read_engine_key(std::string_view key, const toml::node& node, const std::string& where,
+                             app::EngineOptions& engine) {
+  if (key == "max_context") {
+    LLAISYS_RETURN_IF_ERROR(read_value(node, key, where, engine.max_context));
+    return true;
+  }
+  if (key == "kv_cache_mb") {
+    LLAISYS_RETURN_IF_ERROR(read_value(node, key, where, engine.kv_cache_mb));
+    return true;
+  }
+  if (key == "block_size") {
+    LLAISYS_RETURN_IF_ERROR(read_value(node, key, where, engine.block_size));
+    return true;
+  }
+  if (key == "max_batched_tokens") {
+    LLAISYS_RETURN_IF_ERROR(read_value(node, key, where, engine.max_batched_tokens));
+    return true;
+  }
+  if (key == "no_prefix_cache") {
+    LLAISYS_RETURN_IF_ERROR(read_value(node, key, where, engine.no_prefix_cache));
+    return true;
+  }
+  if (key == "seed") {
+    int64_t seed = 0;
+    LLAISYS_RETURN_IF_ERROR(read_value(node, key, where, seed));
+    engine.seed = static_cast<uint64_t>(seed);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status apply_toml_server(const std::string& text, const std::string& origin, ServerConfig& c) {
+  LLAISYS_ASSIGN_OR_RETURN(toml::table root, parse_toml(text, origin));
+  for (const auto& [k, node] : root) {
+    if (k.str() != "server" && k.str() != "model") {
+      return make_error(ErrorCode::invalid_argument, "{}: unknown table or key '{}' (expected [server] and [[model]])",
+                        origin, k.str());
+    }
+  }
+  const toml::table* server = root["server"].as_table();
+  if (server == nullptr) {
+    if (root.contains("server")) return make_error(ErrorCode::invalid_argument, "{}: 'server' must be a table", origin);
+    return Status();
+  }
+  const std::string where = origin + " [server]";
+  for (const auto& [k, node] : *server) {
+    const std::string_view key = k.str();
+    LLAISYS_ASSIGN_OR_RETURN(bool engine_key, read_engine_key(key, node, where, c.engine));
+    if (engine_key) continue;
+    Status s;
+    if (key == "host") s = read_value(node, key, where, c.host);
+    else if (key == "port") s = read_value(node, key, where, c.port);
+    else if (key == "api_key" || key == "api_keys") s = read_strings(node, key, where, c.api_keys);
+    else if (key == "threads") s = read_value(node, key, where, c.threads);
+    else if (key == "model_threads") s = read_value(node, key, where, c.model_threads);
+    else if (key == "max_running_requests" || key == "max_num_seqs") s = read_value(node, key, where, c.max_running_requests);
+    else if (key == "max_queued_requests") s = read_value(node, key, where, c.max_queued_requests);
+    else if (key == "max_body_bytes") s = read_value(node, key, where, c.max_body_bytes);
+    else if (key == "max_connections") s = read_value(node, key, where, c.max_connections);
+    else if (key == "header_timeout_ms") s = read_value(node, key, where, c.header_timeout_ms);
+    else if (key == "body_timeout_ms") s = read_value(node, key, where, c.body_timeout_ms);
+    else if (key == "idle_timeout_ms") s = read_value(node, key, where, c.idle_timeout_ms);
+    else if (key == "sse_keepalive_ms") s = read_value(node, key, where, c.sse_keepalive_ms);
+    else if (key == "cors_origin" || key == "cors_origins") s = read_strings(node, key, where, c.cors_origins);
+    else if (key == "webui") s = read_value(node, key, where, c.webui_dir);
+    else if (key == "plugin_dir") s = read_value(node, key, where, c.plugin_dir);
+    else if (key == "chat_template") s = read_value(node, key, where, c.chat_template);
+    else if (key == "log_level") s = read_value(node, key, where, c.log_level);
+    else if (key == "device") s = read_value(node, key, where, c.device);
+    else return make_error(ErrorCode::invalid_argument, "{}: unknown key '{}'", where, key);
+    LLAISYS_RETURN_IF_ERROR(s);
+  }
+  return Status();
+}
+
+Status apply_toml_models(const std::string& text, const std::string& origin, ServerConfig& c) {
+  LLAISYS_ASSIGN_OR_RETURN(toml::table root, parse_toml(text, origin));
+  if (!root.contains("model")) return Status();
+  const toml::array* models = root["model"].as_array();
+  if (models == nullptr) return make_error(ErrorCode::invalid_argument, "{}: 'model' must be [[model]] tables", origin);
+  int index = 0;
+  for (const toml::node& item : *models) {
+    const std::string where = fmt::format("{} [[model]] #{}", origin, ++index);
+    const toml::table* table = item.as_table();
+    if (table == nullptr) return make_error(ErrorCode::invalid_argument, "{}: not a table", where);
+    ModelSpec spec;
+    spec.engine = c.engine;
+    std::string path;
+    for (const auto& [k, node] : *table) {
+      const std::string_view key = k.str();
+      LLAISYS_ASSIGN_OR_RETURN(bool engine_key, read_engine_key(key, node, where, spec.engine));
+      if (engine_key) continue;
+      Status s;
+      if (key == "name") s = read_value(node, key, where, spec.name);
+      else if (key == "path") s = read_value(node, key, where, path);
+      else if (key == "chat_template_file") {
+        std::string file;
+        s = read_value(node, key, where, file);
+        spec.chat_template_file = file;
+      } else if (key == "threads") s = read_value(node, key, where, spec.threads);
+      else if (key == "max_running_requests" || key == "max_num_seqs") s = read_value(node, key, where, spec.max_running_requests);
+      else if (key == "max_queued_requests") s = read_value(node, key, where, spec.max_queued_requests);
+      else if (key == "options") {
+        if (node.as_table() == nullptr) return make_error(ErrorCode::invalid_argument, "{}: 'options' must be a table", where);
+        std::ostringstream json;
+        json << toml::json_formatter{*node.as_table()};
+        spec.options_json = json.str();
+      } else {
+        return make_error(ErrorCode::invalid_argument, "{}: unknown key '{}'", where, key);
+      }
+      LLAISYS_RETURN_IF_ERROR(s);
+    }
+    if (path.empty()) return make_error(ErrorCode::invalid_argument, "{}: 'path' is required", where);
+    spec.path = path;
+    if (spec.name.empty()) spec.name = std::filesystem::path(path).lexically_normal().filename().string();
+    c.models.push_back(std::move(spec));
+  }
+  return Status();
+}
+
+Result<ModelSpec> parse_model_arg(const std::string& arg) {
+  ModelSpec spec;
+  const auto eq = arg.find('=');
+  if (eq != std::string::npos && eq > 0) {
+    spec.name = arg.substr(0, eq);
+    spec.path = arg.substr(eq + 1);
+  } else {
+    spec.path = arg;
+    std::filesystem::path p = spec.path.lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();
+    spec.name = p.filename().string();
+  }
+  if (spec.path.empty() || spec.name.empty()) {
+    return make_error(ErrorCode::invalid_argument, "--model '{}': expected NAME=DIR or DIR", arg);
+  }
+  return spec;
+}
+
+void add_server_options(CLI::App& app, ServerConfig& c) {
+  app.add_option("--host", c.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", c.port, "port (0: an ephemeral port)")->capture_default_str();
+  app.add_option("--model", c.model_args, "NAME=DIR or DIR (served under its directory name); repeatable");
+  app.add_option("--config", c.config_file, "TOML file with [server] and [[model]] tables");
+  app.add_option("--api-key", c.api_keys, "required API key (repeatable; also env LLAISYS_API_KEY)");
+  app.add_option("--threads", c.threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("--model-threads", c.model_threads, "compute threads per model (0: all cores)")->capture_default_str();
+  app.add_option("--max-running-requests", c.max_running_requests, "per model: sequences in one batch")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--max-queued-requests", c.max_queued_requests, "per model: admitted requests beyond the running ones")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  app.add_option("--max-body-bytes", c.max_body_bytes, "largest request body (413 beyond)")->capture_default_str();
+  app.add_option("--max-connections", c.max_connections, "open connections (503 beyond)")->capture_default_str();
+  app.add_option("--header-timeout-ms", c.header_timeout_ms, "deadline for a request's header")->capture_default_str();
+  app.add_option("--body-timeout-ms", c.body_timeout_ms, "deadline for a request's body")->capture_default_str();
+  app.add_option("--idle-timeout-ms", c.idle_timeout_ms, "idle keep-alive connections are closed after this")
+      ->capture_default_str();
+  app.add_option("--sse-keepalive-ms", c.sse_keepalive_ms, "SSE keep-alive comment interval")->capture_default_str();
+  app.add_option("--cors-origin", c.cors_origins, "allowed CORS origin (repeatable; * without credentials)");
+  app.add_option("--webui", c.webui_dir, "web UI directory (default <exe>/../share/llaisys/webui)");
+  app.add_option("--plugin-dir", c.plugin_dir, "directory of model plugins");
+  app.add_option("--chat-template", c.chat_template, "chat template file for every model");
+  app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+  app.add_option("--device", c.device, "cpu or cuda:N")->capture_default_str();
+  app::add_engine_options(app, c.engine);
+}
+
+std::optional<int> parse_command_line(int argc, char** argv, ServerConfig& config) {
+  // Pass 1: only --config, so that its [server] table becomes the flags' defaults.
+  {
+    CLI::App pre;
+    pre.allow_extras();
+    pre.set_help_flag();
+    pre.add_option("--config", config.config_file);
+    try {
+      pre.parse(argc, argv);
+    } catch (const CLI::ParseError&) {
+      // reported by pass 2
+    }
+  }
+  std::string text;
+  if (!config.config_file.empty()) {
+    std::ifstream in(config.config_file, std::ios::binary);
+    if (!in) {
+      std::cerr << "error: cannot read --config " << config.config_file << "\n";
+      return 2;
+    }
+    std::ostringstream s;
+    s << in.rdbuf();
+    text = s.str();
+    if (Status st = apply_toml_server(text, config.config_file, config); !st.ok()) {
+      std::cerr << "error: " << st.message() << "\n";
+      return 2;
+    }
+  }
+  CLI::App app{"llaisys-server: an OpenAI-compatible HTTP server for llaisys models"};
+  add_server_options(app, config);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (const char* key = std::getenv("LLAISYS_API_KEY"); key != nullptr && *key != '\0') {
+    config.api_keys.emplace_back(key);
+  }
+  if (!text.empty()) {
+    if (Status st = apply_toml_models(text, config.config_file, config); !st.ok()) {
+      std::cerr << "error: " << st.message() << "\n";
+      return 2;
+    }
+  }
+  for (const std::string& arg : config.model_args) {
+    auto spec = parse_model_arg(arg);
+    if (!spec.ok()) {
+      std::cerr << "error: " << spec.status().message() << "\n";
+      return 2;
+    }
+    spec->engine = config.engine;
+    config.models.push_back(std::move(spec).value());
+  }
+  if (config.models.empty()) {
+    std::cerr << "error: no models: give --model NAME=DIR or [[model]] tables in --config\n";
+    return 2;
+  }
+  for (std::size_t i = 0; i < config.models.size(); ++i) {
+    ModelSpec& m = config.models[i];
+    for (std::size_t j = 0; j < i; ++j) {
+      if (config.models[j].name == m.name) {
+        std::cerr << "error: two models are named '" << m.name << "'\n";
+        return 2;
+      }
+    }
+    if (m.threads < 0) m.threads = config.model_threads;
+    if (m.max_running_requests <= 0) m.max_running_requests = config.max_running_requests;
+    if (m.max_queued_requests < 0) m.max_queued_requests = config.max_queued_requests;
+    m.engine.max_num_seqs = m.max_running_requests;
+    if (m.chat_template_file.empty() && !config.chat_template.empty()) m.chat_template_file = config.chat_template;
+  }
+  for (const std::string& origin : config.cors_origins) {
+    if (origin == "*" && !config.api_keys.empty()) {
+      std::cerr << "warning: --cors-origin * is answered without credentials (Access-Control-Allow-Credentials)\n";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace llaisys::server

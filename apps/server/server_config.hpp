@@ -1,0 +1,72 @@
+#pragma once
+// The server's settings: command-line flags (CLI11) and a TOML file (--config) with a [server] table
+// (the flags' names with underscores) and [[model]] tables. Flags given on the command line win over
+// [server] keys; a [[model]] table's own keys win over the flags for that model.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "served_model.hpp"
+
+namespace llaisys::server {
+
+struct ModelSpec {
+  std::string name;
+  std::filesystem::path path;
+  std::string options_json = "{}";      // plugin options
+  std::filesystem::path chat_template_file;
+  int32_t threads = -1;                 // -1: --model-threads
+  int32_t max_running_requests = -1;    // -1: --max-running-requests
+  int32_t max_queued_requests = -1;     // -1: --max-queued-requests
+  app::EngineOptions engine;            // resolved by finalize()
+};
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int32_t port = 8080;
+  std::vector<std::string> model_args;  // --model NAME=DIR or DIR
+  std::string config_file;
+  std::vector<std::string> api_keys;
+  int32_t threads = 2;
+  int32_t model_threads = 0;
+  int32_t max_running_requests = 64;
+  int32_t max_queued_requests = 256;
+  int64_t max_body_bytes = 32ll << 20;
+  int32_t max_connections = 1024;
+  int64_t header_timeout_ms = 10000;
+  int64_t body_timeout_ms = 60000;
+  int64_t idle_timeout_ms = 60000;
+  int64_t sse_keepalive_ms = 10000;
+  std::vector<std::string> cors_origins;
+  std::string webui_dir;                // empty: <exe dir>/../share/llaisys/webui
+  std::string plugin_dir;
+  std::string chat_template;            // default chat template file for every model
+  std::string log_level = "info";
+  std::string device = "cpu";
+  app::EngineOptions engine;
+
+  std::vector<ModelSpec> models;        // after finalize()
+};
+
+// Registers every flag on `app`, bound to `config`.
+void add_server_options(CLI::App& app, ServerConfig& config);
+
+// A TOML file's [server] table into `config` (keys as the flags, with underscores). Unknown keys
+// and wrong types are errors (typos should not pass silently).
+Status apply_toml_server(const std::string& text, const std::string& origin, ServerConfig& config);
+// Its [[model]] tables appended to config.models, each starting from config's engine settings.
+Status apply_toml_models(const std::string& text, const std::string& origin, ServerConfig& config);
+
+// Parses the command line and --config (flags override the file) and fills config.models.
+// Returns the exit code when the process should stop now (--help, bad flags, bad file).
+std::optional<int> parse_command_line(int argc, char** argv, ServerConfig& config);
+
+// "NAME=DIR" or "DIR" (served under the directory's name).
+Result<ModelSpec> parse_model_arg(const std::string& arg);
+
+}  // namespace llaisys::server
