@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "paged_kv.hpp"
+#include "sampling_row.hpp"
 
 namespace llaisys::cuda::launch {
 
@@ -68,5 +69,18 @@ struct AttentionArgs {
 int64_t attention_shared_bytes(int64_t block_size, int64_t head_dim);
 cudaError_t paged_attention(cudaStream_t stream, const AttentionArgs& args, int64_t num_tiles, int32_t max_splits,
                             const void* k_cache, const void* v_cache, bool cache_bf16, bool out_bf16);
+
+}  // namespace llaisys::cuda::launch
+
+namespace llaisys::cuda::launch {
+
+cudaError_t argmax_rows(cudaStream_t stream, const float* logits, int64_t stride, int64_t num_rows, int64_t vocab,
+                        int32_t* tokens);
+// Bytes of CUB scratch the segmented sort of num_rows x stride needs.
+cudaError_t sort_temp_bytes(std::size_t* bytes, int64_t num_rows, int64_t stride);
+// ids: [num_rows * stride] scratch filled here; offsets: [2 * num_rows] already on the device.
+cudaError_t sample_rows(cudaStream_t stream, const float* logits, int64_t stride, int64_t num_rows, int64_t vocab,
+                        const RowSampling* params, int32_t* ids, float* sorted_logits, int32_t* sorted_ids,
+                        const int32_t* offsets, void* sort_temp, std::size_t sort_temp_bytes, int32_t* tokens);
 
 }  // namespace llaisys::cuda::launch
