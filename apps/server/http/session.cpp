@@ -93,6 +93,9 @@ class Session : public std::enable_shared_from_this<Session> {
       const bool got_bytes = buffer_.size() > 0 || parser_->got_some();
       if (timed_out_ && got_bytes) return fail_request(408, "the request header did not arrive in time");
       if (ec == http::error::header_limit) return fail_request(431, "the request header is too large");
+      if (ec == http::error::body_limit) {
+        return fail_request(413, fmt::format("the request body is larger than the limit of {} bytes", config_.max_body_bytes));
+      }
       if (ec == http::error::end_of_stream || timed_out_ || ec == net::error::eof ||
           ec == net::error::connection_reset || ec == net::error::operation_aborted) {
         return close();
@@ -297,8 +300,8 @@ class Session : public std::enable_shared_from_this<Session> {
       int status = 200;
       if (streaming_) {
         pending_ += kLastChunk;
-        status = peer_gone_ ? 499 : 200;
-        log_entry_.status = 200;
+        status = peer_gone_ ? 499 : 200;  // 499: the client closed the connection (as nginx logs it)
+        log_entry_.status = status;
       } else {
         status = peer_gone_ ? 499 : job_->status();
         log_entry_.status = status;
