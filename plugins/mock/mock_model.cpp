@@ -67,6 +67,37 @@ Status read_mock_options(const json::object& object, MockConfig& config) {
   value = static_cast<int64_t>(config.seed);
   LLAISYS_RETURN_IF_ERROR(read_int(object, "seed", value));
   config.seed = static_cast<uint64_t>(value);
+  if (const json::value* replies = object.if_contains("replies"); replies != nullptr && !replies->is_null()) {
+    if (!replies->is_array()) return Status(ErrorCode::invalid_argument, "mock 'replies' must be a list");
+    config.replies.clear();
+    for (const json::value& item : replies->as_array()) {
+      const json::object* r = item.if_object();
+      if (r == nullptr) return Status(ErrorCode::invalid_argument, "mock 'replies' holds objects");
+      ScriptedReply reply;
+      for (const auto& [key, out] : {std::pair<std::string_view, std::vector<TokenId>*>{"when_prompt_contains",
+                                                                                         &reply.when_prompt_contains},
+                                     std::pair<std::string_view, std::vector<TokenId>*>{"ids", &reply.ids}}) {
+        const json::value* list = r->if_contains(key);
+        if (list == nullptr) continue;
+        if (!list->is_array()) return make_error(ErrorCode::invalid_argument, "mock reply '{}' must be a list of ids", key);
+        for (const json::value& id : list->as_array()) {
+          if (!id.is_int64() || id.as_int64() < 0 || id.as_int64() >= config.vocab_size) {
+            return make_error(ErrorCode::invalid_argument, "mock reply '{}' holds an id outside the vocabulary", key);
+          }
+          out->push_back(static_cast<TokenId>(id.as_int64()));
+        }
+      }
+      // KMP failure function.
+      const auto& w = reply.when_prompt_contains;
+      reply.failure.assign(w.size(), 0);
+      for (std::size_t i = 1, k = 0; i < w.size(); ++i) {
+        while (k > 0 && w[i] != w[k]) k = static_cast<std::size_t>(reply.failure[k - 1]);
+        if (w[i] == w[k]) ++k;
+        reply.failure[i] = static_cast<int32_t>(k);
+      }
+      config.replies.push_back(std::move(reply));
+    }
+  }
   if (config.delay_ms_per_step < 0 || config.delay_us_per_token < 0 || config.eos_period < 0) {
     return Status(ErrorCode::invalid_argument, "mock delays and eos_period must be >= 0");
   }
@@ -152,6 +183,10 @@ MockModel::MockModel(MockConfig config) : config_(std::move(config)) {
 Status MockModel::init_kv_cache(const KvCacheConfig& config) {
   kv_config_ = config;
   slots_.assign(static_cast<std::size_t>(config.num_blocks) * static_cast<std::size_t>(config.block_size), 0);
+  if (!config_.replies.empty()) {
+    script_.assign(slots_.size(), ScriptState{});
+    triggers_.assign(slots_.size() * config_.replies.size(), 0);
+  }
   return Status();
 }
 
@@ -205,6 +240,9 @@ Status MockModel::forward(const ForwardBatch& batch, std::span<float> out) {
       }
     }
     slots_[slot_of(table, pos)] = mix(prefix, batch.token_ids[index]);
+    if (!script_.empty()) {
+      script_step(pos > 0 ? slot_of(table, pos - 1) : 0, pos > 0, slot_of(table, pos), batch.token_ids[index]);
+    }
   }
   const auto width = static_cast<std::size_t>(info_.output_width(batch.output_kind));
   for (int32_t r = 0; r < batch.num_outputs(); ++r) {
@@ -214,6 +252,9 @@ Status MockModel::forward(const ForwardBatch& batch, std::span<float> out) {
     std::span<float> row = out.subspan(static_cast<std::size_t>(r) * width, width);
     if (batch.output_kind == OutputKind::logits) {
       fill_logits(hash, row);
+      if (!script_.empty()) {
+        script_logits(slot_of(batch.block_table(batch.seq_indices[token]), batch.positions[token]), row);
+      }
     } else {
       fill_hidden(hash, row);
     }
@@ -221,11 +262,73 @@ Status MockModel::forward(const ForwardBatch& batch, std::span<float> out) {
   return Status();
 }
 
+int32_t MockModel::first_triggered(std::size_t slot) const {
+  const std::size_t n = config_.replies.size();
+  for (std::size_t e = 0; e < n; ++e) {
+    if (triggers_[slot * n + e] == static_cast<int32_t>(config_.replies[e].when_prompt_contains.size())) {
+      return static_cast<int32_t>(e);
+    }
+  }
+  return -1;
+}
+
+void MockModel::script_step(std::size_t prev_slot, bool has_prev, std::size_t slot, TokenId token) {
+  const std::size_t n = config_.replies.size();
+  ScriptState prev;
+  if (has_prev) prev = script_[prev_slot];
+  for (std::size_t e = 0; e < n; ++e) {
+    const ScriptedReply& r = config_.replies[e];
+    const auto len = static_cast<int32_t>(r.when_prompt_contains.size());
+    int32_t k = has_prev ? triggers_[prev_slot * n + e] : 0;
+    if (k < len) {
+      while (k > 0 && r.when_prompt_contains[static_cast<std::size_t>(k)] != token) {
+        k = r.failure[static_cast<std::size_t>(k - 1)];
+      }
+      if (r.when_prompt_contains[static_cast<std::size_t>(k)] == token) ++k;
+    }
+    triggers_[slot * n + e] = k;
+  }
+  ScriptState next;
+  if (prev.follow >= 0) {
+    const auto& ids = config_.replies[static_cast<std::size_t>(prev.follow)].ids;
+    if (prev.progress < static_cast<int32_t>(ids.size()) && ids[static_cast<std::size_t>(prev.progress)] == token) {
+      next = {prev.follow, prev.progress + 1};
+    }
+  } else if (has_prev) {
+    const int32_t e = first_triggered(prev_slot);
+    if (e >= 0) {
+      const auto& ids = config_.replies[static_cast<std::size_t>(e)].ids;
+      if (!ids.empty() && ids.front() == token) next = {e, 1};
+    }
+  }
+  script_[slot] = next;
+}
+
+void MockModel::script_logits(std::size_t slot, std::span<float> row) const {
+  const ScriptState& state = script_[slot];
+  const int32_t e = state.follow >= 0 ? state.follow : first_triggered(slot);
+  if (e < 0) return;
+  const auto& ids = config_.replies[static_cast<std::size_t>(e)].ids;
+  const auto k = static_cast<std::size_t>(state.follow >= 0 ? state.progress : 0);
+  if (k < ids.size()) {
+    row[static_cast<std::size_t>(ids[k])] = 40.0f;  // far above the text logits: the argmax at any temperature
+  } else if (!config_.eos_token_ids.empty()) {
+    row[static_cast<std::size_t>(config_.eos_token_ids.front())] = 40.0f;
+  }
+}
+
 Status MockModel::copy_blocks(std::span<const BlockCopy> copies) {
   const auto bs = static_cast<std::size_t>(kv_config_.block_size);
   for (const BlockCopy& c : copies) {
     std::copy_n(slots_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.src) * bs), bs,
                 slots_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.dst) * bs));
+    if (!script_.empty()) {
+      const std::size_t n = config_.replies.size();
+      std::copy_n(script_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.src) * bs), bs,
+                  script_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.dst) * bs));
+      std::copy_n(triggers_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.src) * bs * n), bs * n,
+                  triggers_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.dst) * bs * n));
+    }
   }
   return Status();
 }

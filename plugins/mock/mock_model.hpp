@@ -15,6 +15,13 @@
 //   eos_period          > 0: EOS is the argmax at about 1 in eos_period positions (default 0: never)
 //   text_vocab_size     ids >= this get logit -30, keeping specials out  (default vocab_size)
 //   seed                mixed into every hash                            (default 0)
+//   replies             scripted answers: [{"when_prompt_contains": [ids], "ids": [ids]}, ...]. For a
+//                       sequence containing the when_prompt_contains ids (contiguously; [] always
+//                       matches), the argmax of generated position k is ids[k], then EOS. The first
+//                       matching entry wins. The script is a pure function of the tokens (so the
+//                       prefix cache cannot confuse it): a sequence "follows" entry e while its
+//                       latest tokens are ids[0..k); otherwise the argmax is ids[0] of the first
+//                       entry whose trigger occurred.
 
 #include <cstdint>
 #include <memory>
@@ -24,6 +31,12 @@
 #include "llaisys/model/model.hpp"
 
 namespace llaisys::mock {
+
+struct ScriptedReply {
+  std::vector<TokenId> when_prompt_contains;
+  std::vector<TokenId> ids;
+  std::vector<int32_t> failure;  // KMP failure function of when_prompt_contains
+};
 
 struct MockConfig {
   int32_t vocab_size = 512;
@@ -36,6 +49,7 @@ struct MockConfig {
   int64_t delay_us_per_token = 0;
   int64_t eos_period = 0;
   uint64_t seed = 0;
+  std::vector<ScriptedReply> replies;
 };
 
 class MockModel {
@@ -60,7 +74,19 @@ class MockModel {
   MockConfig config_;
   ModelInfo info_;
   KvCacheConfig kv_config_;
+  // Scripted replies: per slot, which reply the sequence follows (-1: none) and how far, and the
+  // KMP progress of every trigger (== its length once it occurred).
+  struct ScriptState {
+    int32_t follow = -1;
+    int32_t progress = 0;
+  };
+  void script_step(std::size_t prev_slot, bool has_prev, std::size_t slot, TokenId token);
+  void script_logits(std::size_t slot, std::span<float> row) const;
+  int32_t first_triggered(std::size_t slot) const;
+
   std::vector<uint64_t> slots_;  // [num_blocks * block_size], 0 = never written
+  std::vector<ScriptState> script_;      // [slots] when replies are configured
+  std::vector<int32_t> triggers_;        // [slots x replies]
 };
 
 static_assert(PluginModel<MockModel>);

@@ -97,6 +97,9 @@ json::value GenerationResponse::delta_logprobs(Choice& choice, const ChoiceDelta
     return json::object{{"content", std::move(content)}};
   }
   json::array tokens, token_logprobs, tops, offsets;
+  // The delta's text was already appended to the choice's text.
+  std::size_t offset = (parsed_.echo ? parsed_.prompt_text.size() : 0) +
+                       (choice.text.size() >= delta.text.size() ? choice.text.size() - delta.text.size() : 0);
   for (const TokenLogprob& lp : delta.logprobs) {
     const std::string text = sanitize_utf8(token_bytes(lp.token));
     json::object top;
@@ -107,7 +110,8 @@ json::value GenerationResponse::delta_logprobs(Choice& choice, const ChoiceDelta
     tokens.push_back(json::string(text));
     token_logprobs.push_back(lp.logprob);
     tops.push_back(std::move(top));
-    offsets.push_back(static_cast<int64_t>(choice.text.size()));  // approximate: offset of this delta
+    offsets.push_back(static_cast<int64_t>(offset));
+    offset += token_bytes(lp.token).size();
   }
   for (auto& t : tokens) choice.tokens.push_back(t);
   for (auto& t : token_logprobs) choice.token_logprobs.push_back(t);
