@@ -5,6 +5,7 @@
 // prefill). Every stream also goes through eventsource-parser, whose onError fails the test.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import { Server, errorShapeProblems, makeTinyQwen2, postJson, slow, startFixture, tempDir, tokenize } from '../lib/harness.mjs';
 import { checkCompletionChunks, checkSseBody, streamRequest } from '../lib/sse.mjs';
@@ -77,6 +78,7 @@ test('no usage chunk without include_usage; the non-streamed error for a bad str
 test('every delta is valid UTF-8 and the deltas add up to the non-streamed text (random tokens, many seeds)', async () => {
   // The mock samples among all 151,936 Qwen2 ids, so byte-fallback tokens that split UTF-8
   // characters come up; the server must hold partial characters back.
+  let multiByte = 0;
   for (const seed of [1, 2, 3, 4, 5, 6]) {
     const body = { model: 'mock', prompt: `seed ${seed}`, max_tokens: 120, temperature: 1, seed, stream: true };
     const { sse } = await rawStream('/v1/completions', body);
@@ -85,7 +87,9 @@ test('every delta is valid UTF-8 and the deltas add up to the non-streamed text 
     const plain = await postJson(fx.server, '/v1/completions', { ...body, stream: false });
     assert.equal(plain.status, 200, plain.text);
     assert.equal(chunks.texts[0], plain.json.choices[0].text, `seed ${seed}: streamed vs non-streamed text`);
+    multiByte += [...chunks.texts[0]].filter((ch) => ch.codePointAt(0) > 0x7f).length;
   }
+  assert.ok(multiByte > 20, `only ${multiByte} non-ASCII characters were generated: the test would not see split characters`);
 });
 
 test('keep-alive comments while decoding slowly, and during a long prefill before the first token', async () => {
@@ -116,7 +120,7 @@ test('keep-alive comments while decoding slowly, and during a long prefill befor
   assert.ok(afterFirst >= 1, `${afterFirst} keep-alive comments between tokens 250 ms apart`);
 });
 
-test('an error after the stream started is an error event followed by exactly one data: [DONE]', async () => {
+test('a request the KV cache can never hold: a JSON error before the stream, or an error event then exactly one [DONE]', async (t) => {
   // A server whose KV cache (1 MiB: ~340 tokens of the tiny Qwen2) cannot ever hold a 600-token
   // prompt that fits the context. The request is refused either before the stream (a JSON error,
   // status 400 or 413) or inside it (an error event, then [DONE]).
@@ -127,6 +131,7 @@ test('an error after the stream started is an error event followed by exactly on
     await server.start();
     const prompt = Array.from({ length: 600 }, (_, i) => 1000 + i);
     const res = await streamRequest(server, '/v1/completions', { model: 'tiny-qwen2', prompt, max_tokens: 8, stream: true }, { timeoutMs: 60000 * slow });
+    t.diagnostic(res.status === 200 ? 'refused inside the stream' : `refused before the stream with ${res.status}`);
     if (res.status === 200) {
       const sse = checkSseBody(res.bytes);
       assertNoProblems(sse.problems, 'SSE framing', sse.text);
@@ -142,5 +147,6 @@ test('an error after the stream started is an error event followed by exactly on
     assert.equal(ok.status, 200, ok.text);
   } finally {
     await server.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
