@@ -217,6 +217,10 @@ test('completions logprobs: tokens, token_logprobs = the max of top_logprobs at 
     if (i > 0) assert.ok(lp.text_offset[i] >= lp.text_offset[i - 1], 'text_offset does not decrease');
   }
   if (!res.choices[0].text.includes('\uFFFD')) assert.equal(lp.tokens.join(''), res.choices[0].text);
+  // The values themselves: llaisys-offline's logprobs for the same prompt.
+  const { outputs } = await offlineGenerate(fx.tiny, [{ prompt: 'Count to five:', max_tokens: 8, temperature: 0, logprobs: 3 }]);
+  assert.equal(outputs[0].logprobs.length, n);
+  for (let i = 0; i < n; ++i) closeTo(lp.token_logprobs[i], outputs[0].logprobs[i].logprob, `token ${i}: server vs offline logprob`);
 });
 
 test('tools round trip (mock script): tool_calls parsed, the tool result answered, streamed too', async () => {
