@@ -131,6 +131,7 @@ export const rawCaseNames = [
   'malformed request line',
   'bad chunk size in a chunked body',
   'a 100 KB header line',
+  'chunked body over --max-body-bytes (no Content-Length)',
   'slow headers: the header deadline closes the connection',
   'slow body: the body deadline closes the connection',
 ];

@@ -87,6 +87,17 @@ test(`431 or 400: ${rawCaseNames[4]}`, async () => {
   fx.server.assertAlive();
 });
 
+test(`413: ${rawCaseNames[5]}`, async () => {
+  const json = JSON.stringify({ model: 'mock', prompt: 'x'.repeat(MAX_BODY + 4096), max_tokens: 2 });
+  const chunks = [];
+  for (let i = 0; i < json.length; i += 8192) {
+    const piece = json.slice(i, i + 8192);
+    chunks.push(`${Buffer.byteLength(piece).toString(16)}\r\n${piece}\r\n`);
+  }
+  const data = `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunks.join('')}0\r\n\r\n`;
+  await rawCase(rawCaseNames[5], data, { status: 413 });
+});
+
 // A deadline: the server closes the connection (answering 408 first, or nothing) within the
 // deadline plus a margin, and well before our own 10 s wait.
 async function deadlineCase(name, parts, deadlineMs) {
@@ -101,13 +112,13 @@ async function deadlineCase(name, parts, deadlineMs) {
   fx.server.assertAlive();
 }
 
-test(`closed: ${rawCaseNames[5]}`, async () => {
-  await deadlineCase(rawCaseNames[5], `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}`, HEADER_TIMEOUT_MS);
+test(`closed: ${rawCaseNames[6]}`, async () => {
+  await deadlineCase(rawCaseNames[6], `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}`, HEADER_TIMEOUT_MS);
 });
 
-test(`closed: ${rawCaseNames[6]}`, async () => {
+test(`closed: ${rawCaseNames[7]}`, async () => {
   const head = `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\nContent-Length: 500\r\n\r\n{"model": "mock",`;
-  await deadlineCase(rawCaseNames[6], head, BODY_TIMEOUT_MS);
+  await deadlineCase(rawCaseNames[7], head, BODY_TIMEOUT_MS);
 });
 
 test('after the table: /health is 200 and normal requests succeed', async () => {
