@@ -210,13 +210,13 @@ void paged_attention(const CpuContext& ctx, const PagedKvLayer& layer, const Bat
                      int64_t q_stride, int64_t num_q_heads, float scale, float* out, int64_t out_stride) {
   const int64_t group = num_q_heads / layer.num_kv_heads;
   const int64_t num_tasks = batch.num_tokens * layer.num_kv_heads;
-  const int num_threads = static_cast<int>(std::min<int64_t>(ctx.pool->num_threads(), num_tasks));
-  auto work = [&](int thread) {
+  auto work = [&](int64_t begin, int64_t end) {
     // Scores of the group's heads, one row per head padded to 16 entries.
     thread_local std::vector<float> scores;
-    // Interleaved tasks balance a causal prefill, where later tokens have more keys.
-    for (int64_t task_index = thread; task_index < num_tasks; task_index += num_threads) {
-      const int64_t t = task_index / layer.num_kv_heads;
+    for (int64_t task_index = begin; task_index < end; ++task_index) {
+      // Last tokens first: in a causal prefill later tokens have more keys, and handing out the
+      // longest tasks first lets the dynamic chunks even out the threads.
+      const int64_t t = batch.num_tokens - 1 - task_index / layer.num_kv_heads;
       const int64_t g = task_index % layer.num_kv_heads;
       const GroupTask task{.q = q + t * q_stride + g * group * layer.head_dim,
                            .out = out + t * out_stride + g * group * layer.head_dim,
@@ -233,13 +233,12 @@ void paged_attention(const CpuContext& ctx, const PagedKvLayer& layer, const Bat
       }
     }
   };
-  if (num_threads <= 1) {
-    work(0);
-  } else {
-    ctx.pool->run([&](int thread) {
-      if (thread < num_threads) work(thread);
-    });
-  }
+  // Work of one task: a dot product and a weighted sum over head_dim per key and head (the mean
+  // number of keys stands for all tasks).
+  int64_t keys = 0;
+  for (int64_t t = 0; t < batch.num_tokens; ++t) keys += static_cast<int64_t>(batch.positions[t]) + 1;
+  const int64_t work_per_task = 2 * group * layer.head_dim * std::max<int64_t>(1, keys / std::max<int64_t>(1, batch.num_tokens));
+  ctx.pool->parallel_for(num_tasks, 1, work, work_per_task);
 }
 
 }  // namespace llaisys::cpu

@@ -59,7 +59,7 @@ void rms_norm(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t n
   if (num_rows < 8) {
     rows(0, num_rows);
   } else {
-    ctx.pool->parallel_for(num_rows, 1, rows);
+    ctx.pool->parallel_for(num_rows, 1, rows, 4 * width);
   }
 }
 

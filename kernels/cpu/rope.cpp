@@ -41,7 +41,7 @@ void rope_apply(const CpuContext& ctx, float* x, int64_t x_stride, int64_t num_t
   if (num_tokens < 16) {
     tokens(0, num_tokens);
   } else {
-    ctx.pool->parallel_for(num_tokens, 1, tokens);
+    ctx.pool->parallel_for(num_tokens, 1, tokens, 3 * num_heads * head_dim);
   }
 }
 

@@ -1,6 +1,9 @@
 // ThreadPool: every index exactly once, contiguous aligned ranges, reuse across many regions.
 
 #include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -31,5 +34,53 @@ TEST_CASE("parallel_for covers [0, n) with aligned, disjoint ranges", "[kernels]
     });
     CHECK(misaligned.load() == 0);
     for (const auto& h : hits) CHECK(h.load() == 1);
+  }
+}
+
+TEST_CASE("parallel_for keeps tiny regions on the calling thread", "[kernels][threads]") {
+  ThreadPool pool(4);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> calls{0}, elsewhere{0};
+  // 100 items of 10 units of work: far below one thread's minimum.
+  pool.parallel_for(100, 1, [&](int64_t begin, int64_t end) {
+    ++calls;
+    if (std::this_thread::get_id() != caller) ++elsewhere;
+    CHECK(begin == 0);
+    CHECK(end == 100);
+  }, 10);
+  CHECK(calls.load() == 1);
+  CHECK(elsewhere.load() == 0);
+}
+
+TEST_CASE("dynamic regions cover every index once while run() regions interleave", "[kernels][threads]") {
+  for (int threads : {2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 300; ++round) {
+      const int64_t n = 1 + (round * 37) % 1000;
+      const int64_t align = 1 + round % 5;
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+      std::atomic<int> misaligned{0};
+      std::set<std::thread::id> ids;
+      std::mutex ids_mutex;
+      pool.parallel_for(n, align, [&](int64_t begin, int64_t end) {
+        if (begin % align != 0 || begin >= end || end > n) ++misaligned;
+        for (int64_t i = begin; i < end; ++i) ++hits[static_cast<std::size_t>(i)];
+        const std::lock_guard lock(ids_mutex);
+        ids.insert(std::this_thread::get_id());
+      }, ThreadPool::kMinWorkPerThread);
+      INFO("threads " << threads << " n " << n << " align " << align);
+      CHECK(misaligned.load() == 0);
+      int wrong = 0;
+      for (const auto& h : hits) wrong += h.load() != 1;
+      CHECK(wrong == 0);
+      CHECK(static_cast<int>(ids.size()) <= threads);
+      // A run() region right after a dynamic one still reaches every index exactly once.
+      std::atomic<int> mask{0}, repeats{0};
+      pool.run([&](int t) {
+        if (mask.fetch_or(1 << t) & (1 << t)) ++repeats;
+      });
+      CHECK(mask.load() == (1 << threads) - 1);
+      CHECK(repeats.load() == 0);
+    }
   }
 }
