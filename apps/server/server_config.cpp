@@ -181,7 +181,11 @@ Status apply_toml_models(const std::string& text, const std::string& origin, Ser
     }
     if (path.empty()) return make_error(ErrorCode::invalid_argument, "{}: 'path' is required", where);
     spec.path = path;
-    if (spec.name.empty()) spec.name = std::filesystem::path(path).lexically_normal().filename().string();
+    if (spec.name.empty()) {
+      std::filesystem::path p = spec.path.lexically_normal();
+      if (!p.has_filename()) p = p.parent_path();
+      spec.name = p.filename().string();
+    }
     c.models.push_back(std::move(spec));
   }
   return Status();

@@ -86,13 +86,14 @@ if [ -z "${LLAISYS_SERVER_URL:-}" ]; then
   export LLAISYS_TEST_CAPACITY=4 # running + queued requests the server accepts before 429/503
 
   # ==============================================================================================
-  # FILL IN WHEN llaisys-server EXISTS (issue 6): the exact command line. It must
-  #   - listen on 127.0.0.1:$port and serve the web UI from $build/share/llaisys/webui at /;
-  #   - serve $work/tiny-qwen2 as model id "tiny-qwen2" and $work/mock as "mock";
-  #   - require $api_key as the API key (Authorization: Bearer) on /v1/chat/completions;
-  #   - accept $LLAISYS_TEST_CAPACITY requests at once (running + queued), answering 429/503 with
-  #     Retry-After beyond that.
-  # The flag names below are placeholders until the server's CLI is settled.
+  # The server's command line (final; docs/SERVER.md). It
+  #   - listens on 127.0.0.1:$port and serves the web UI from $build/share/llaisys/webui at / (the
+  #     default --webui, found next to the executable);
+  #   - serves $work/tiny-qwen2 as model id "tiny-qwen2" and $work/mock as "mock";
+  #   - requires $api_key (Authorization: Bearer or x-api-key) on /v1/chat/completions and the other
+  #     API routes (GET /health, GET /v1/models, GET /metrics and the web UI are public);
+  #   - accepts $LLAISYS_TEST_CAPACITY = 2 running + 2 queued requests per model at once, answering
+  #     429 with Retry-After beyond that.
   server_command=(
     "$bin/llaisys-server"
     --host 127.0.0.1 --port "$port"

@@ -61,6 +61,22 @@ bool ToolCallParser::emit_block(std::string_view block, ToolParseResult& out) {
 void ToolCallParser::drain(ToolParseResult& out, bool at_end) {
   while (true) {
     if (!inside_) {
+      if (after_call_) {
+        // Whitespace between or after tool calls is not content.
+        const std::size_t next = buffer_.find_first_not_of(" \t\r\n");
+        if (next == std::string::npos) {
+          if (at_end) buffer_.clear();
+          return;
+        }
+        const std::string_view rest = std::string_view(buffer_).substr(next);
+        if (rest.starts_with(kOpen)) {
+          buffer_.erase(0, next);
+        } else if (!at_end && kOpen.starts_with(rest)) {
+          return;  // maybe the next marker
+        } else {
+          after_call_ = false;
+        }
+      }
       const std::size_t open = buffer_.find(kOpen);
       if (open == std::string::npos) {
         const std::size_t keep = at_end ? 0 : partial_marker_suffix(buffer_, kOpen);
@@ -83,22 +99,12 @@ void ToolCallParser::drain(ToolParseResult& out, bool at_end) {
       return;
     }
     const std::string_view block = std::string_view(buffer_).substr(kOpen.size(), close - kOpen.size());
-    if (!emit_block(block, out)) out.content += buffer_.substr(0, close + kClose.size());
+    const bool ok = emit_block(block, out);
+    if (!ok) out.content += buffer_.substr(0, close + kClose.size());
     buffer_.erase(0, close + kClose.size());
     inside_ = false;
-    // Whitespace between consecutive calls is not content.
-    if (num_calls_ > 0) {
-      const std::size_t next = buffer_.find_first_not_of(" \t\r\n");
-      if (next == std::string::npos && !at_end) return;  // wait: maybe another call follows
-      if (next == std::string::npos) {
-        buffer_.clear();
-        return;
-      }
-      if (std::string_view(buffer_).substr(next).starts_with(kOpen) ||
-          kOpen.starts_with(std::string_view(buffer_).substr(next))) {
-        buffer_.erase(0, next);
-      }
-    }
+    if (!ok) continue;
+    after_call_ = true;
   }
 }
 

@@ -36,6 +36,7 @@ class ToolCallParser {
 
   std::string buffer_;
   bool inside_ = false;
+  bool after_call_ = false;  // only whitespace since the last call so far
   int num_calls_ = 0;
 };
 

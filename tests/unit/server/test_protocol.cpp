@@ -1,0 +1,250 @@
+// The transport-free pieces of llaisys-server: auth, SSE/chunk framing, the tool-call parser,
+// Prometheus text, TOML/CLI config and log-line escaping.
+
+#include <boost/json.hpp>
+#include <fstream>
+#include <sstream>
+#include <regex>
+
+#include <catch2/catch.hpp>
+
+#include "auth.hpp"
+#include "http/sse.hpp"
+#include "metrics.hpp"
+#include "openai/tool_calls.hpp"
+#include "request_log.hpp"
+#include "server_config.hpp"
+#include "temp_dir.hpp"
+
+using namespace llaisys;
+using namespace llaisys::server;
+
+TEST_CASE("constant_time_equal and authorized compare whole keys") {
+  CHECK(constant_time_equal("secret", "secret"));
+  CHECK_FALSE(constant_time_equal("secret", "secreT"));
+  CHECK_FALSE(constant_time_equal("secret", "secret2"));
+  CHECK_FALSE(constant_time_equal("", "x"));
+  CHECK(constant_time_equal("", ""));
+  const std::vector<std::string> keys = {"k1", "another-key"};
+  CHECK(authorized({}, "", ""));
+  CHECK(authorized(keys, "Bearer k1", ""));
+  CHECK(authorized(keys, "Bearer another-key", ""));
+  CHECK(authorized(keys, "", "k1"));
+  CHECK_FALSE(authorized(keys, "Bearer k2", ""));
+  CHECK_FALSE(authorized(keys, "bearer k1", ""));   // the scheme is case-sensitive here
+  CHECK_FALSE(authorized(keys, "Bearer ", ""));
+  CHECK_FALSE(authorized(keys, "", ""));
+  CHECK_FALSE(authorized(keys, "Bearer k1x", ""));
+  CHECK_FALSE(authorized(keys, "Basic k1", "k"));
+}
+
+TEST_CASE("SSE events and HTTP chunks are framed exactly") {
+  CHECK(sse_data(R"({"a":1})") == "data: {\"a\":1}\n\n");
+  CHECK(sse_data("x\ny") == "data: x\ndata: y\n\n");  // newlines never end an event early
+  CHECK(sse_data("x\r\ny") == "data: x\ndata: y\n\n");
+  CHECK(kSseDone == "data: [DONE]\n\n");
+  CHECK(kSseKeepAlive.substr(0, 1) == ":");
+  CHECK(http_chunk("hello") == "5\r\nhello\r\n");
+  CHECK(http_chunk(std::string(300, 'a')) == "12c\r\n" + std::string(300, 'a') + "\r\n");
+  CHECK(http_chunk("").empty());  // an empty chunk would end the body
+}
+
+namespace {
+// Feeds `text` split at `cuts` and collects content and calls.
+ToolParseResult feed_split(const std::string& text, std::vector<std::size_t> cuts) {
+  ToolCallParser parser;
+  ToolParseResult all;
+  std::size_t start = 0;
+  cuts.push_back(text.size());
+  for (std::size_t cut : cuts) {
+    ToolParseResult r = parser.feed(std::string_view(text).substr(start, cut - start));
+    all.content += r.content;
+    for (auto& c : r.calls) all.calls.push_back(c);
+    start = cut;
+  }
+  ToolParseResult r = parser.finish();
+  all.content += r.content;
+  for (auto& c : r.calls) all.calls.push_back(c);
+  return all;
+}
+}  // namespace
+
+TEST_CASE("tool calls are parsed at every split point") {
+  const std::string text =
+      "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+  for (std::size_t a = 0; a <= text.size(); ++a) {
+    for (std::size_t b = a; b <= text.size(); b += 7) {
+      ToolParseResult r = feed_split(text, {a, b});
+      INFO("splits " << a << ", " << b);
+      REQUIRE(r.calls.size() == 2);
+      CHECK(r.content == "Let me check.");
+      CHECK(r.calls[0].name == "get_weather");
+      CHECK(r.calls[0].arguments == R"({"city":"Paris"})");
+      CHECK(r.calls[1].name == "get_time");
+      CHECK(r.calls[1].arguments == "{}");
+      CHECK(r.calls[0].id != r.calls[1].id);
+      CHECK(r.calls[0].id.rfind("call_", 0) == 0);
+    }
+  }
+}
+
+TEST_CASE("text that is not a tool call comes back unchanged") {
+  for (const std::string& text : {std::string("a < b and <tool is not a marker"), std::string("ends with <tool_ca"),
+                                 std::string("<tool_call>not json</tool_call> after"),
+                                 std::string("<tool_call>{\"arguments\": {}}</tool_call>"),
+                                 std::string("unterminated <tool_call>{\"name\": \"f\""), std::string("")}) {
+    for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+      ToolParseResult r = feed_split(text, {cut});
+      INFO(text << " split at " << cut);
+      CHECK(r.calls.empty());
+      CHECK(r.content == text);
+    }
+  }
+}
+
+TEST_CASE("an unterminated tool call with complete JSON is still a call") {
+  ToolParseResult r = feed_split("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n", {5});
+  REQUIRE(r.calls.size() == 1);
+  CHECK(r.calls[0].name == "f");
+  CHECK(r.calls[0].arguments == R"({"x":1})");
+  CHECK(r.content.empty());
+}
+
+TEST_CASE("Prometheus text: cumulative buckets, label escaping, every series labelled") {
+  ModelMetrics m;
+  m.count_request(200);
+  m.count_request(200);
+  m.count_request(429);
+  m.observe_ttft(0.003);
+  m.observe_ttft(0.2);
+  m.observe_ttft(100.0);
+  m.add_tokens(10, 5, 4);
+  EngineStats stats;
+  stats.num_running_seqs = 3;
+  stats.num_waiting_seqs = 2;
+  stats.kv.num_blocks = 100;
+  stats.kv.num_free_blocks = 60;
+  stats.kv.num_evictable_blocks = 10;
+  stats.prefix_query_tokens = 8;
+  stats.prefix_hit_tokens = 2;
+  const std::string text = render_prometheus({{.model = "a\"b", .metrics = m.snapshot(), .engine = stats},
+                                              {.model = "loading", .metrics = {}, .engine = std::nullopt}});
+  CHECK(text.find("llaisys_requests_total{model=\"a\\\"b\",status=\"200\"} 2\n") != std::string::npos);
+  CHECK(text.find("llaisys_requests_total{model=\"a\\\"b\",status=\"429\"} 1\n") != std::string::npos);
+  CHECK(text.find("llaisys_requests_running{model=\"a\\\"b\"} 3\n") != std::string::npos);
+  CHECK(text.find("llaisys_requests_waiting{model=\"a\\\"b\"} 2\n") != std::string::npos);
+  CHECK(text.find("llaisys_kv_blocks_used{model=\"a\\\"b\"} 30\n") != std::string::npos);
+  CHECK(text.find("llaisys_kv_blocks_total{model=\"a\\\"b\"} 100\n") != std::string::npos);
+  CHECK(text.find("llaisys_kv_cache_usage_ratio{model=\"a\\\"b\"} 0.3\n") != std::string::npos);
+  CHECK(text.find("llaisys_prefix_cache_hit_ratio{model=\"a\\\"b\"} 0.25\n") != std::string::npos);
+  CHECK(text.find("llaisys_cached_prompt_tokens_total{model=\"a\\\"b\"} 4\n") != std::string::npos);
+  CHECK(text.find("llaisys_time_to_first_token_seconds_bucket{model=\"a\\\"b\",le=\"0.005\"} 1\n") != std::string::npos);
+  CHECK(text.find("llaisys_time_to_first_token_seconds_bucket{model=\"a\\\"b\",le=\"0.25\"} 2\n") != std::string::npos);
+  CHECK(text.find("llaisys_time_to_first_token_seconds_bucket{model=\"a\\\"b\",le=\"30\"} 2\n") != std::string::npos);
+  CHECK(text.find("llaisys_time_to_first_token_seconds_bucket{model=\"a\\\"b\",le=\"+Inf\"} 3\n") != std::string::npos);
+  CHECK(text.find("llaisys_time_to_first_token_seconds_count{model=\"a\\\"b\"} 3\n") != std::string::npos);
+  CHECK(text.find("llaisys_kv_blocks_used{model=\"loading\"} 0\n") != std::string::npos);
+  // Every sample line: name{labels} value, and every name has a TYPE line.
+  const std::regex sample(R"(^([a-z0-9_]+)\{model="[^\n]*\} [-+0-9.eInf]+$)");
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("#", 0) == 0) continue;
+    std::smatch match;
+    INFO(line);
+    REQUIRE(std::regex_match(line, match, sample));
+    std::string base = match[1];
+    for (std::string suffix : {"_bucket", "_sum", "_count"}) {
+      if (base.size() > suffix.size() && base.ends_with(suffix) && base.find("_seconds") != std::string::npos) {
+        base.resize(base.size() - suffix.size());
+      }
+    }
+    CHECK(text.find("# TYPE " + base + " ") != std::string::npos);
+  }
+}
+
+TEST_CASE("log lines escape control characters and redact secrets") {
+  CHECK(escape_for_log("a\nb\x01\"c\\") == "a\\nb\\x01\\\"c\\\\");
+  CHECK(escape_for_log(std::string(500, 'x'), 10).size() == 13);
+  CHECK(redact_secrets("/v1/x?api_key=abc&b=1") == "/v1/x?api_key=[redacted]&b=1");
+  CHECK(redact_secrets("Authorization: Bearer sk-123 rest") == "Authorization: Bearer [redacted] rest");
+  RequestLogEntry e{.id = "id1", .method = "GET", .target = "/x?token=s3cret\n[fake]", .model = "m", .status = 200};
+  const std::string line = format_log_line(e);
+  CHECK(line.find('\n') == std::string::npos);
+  CHECK(line.find("s3cret") == std::string::npos);
+  CHECK(line.find("status=200") != std::string::npos);
+}
+
+TEST_CASE("TOML config: [server] keys, [[model]] tables, errors for unknown keys") {
+  const std::string text = R"(
+[server]
+port = 9000
+threads = 3
+api_key = "k"
+cors_origin = ["https://a.example", "https://b.example"]
+max_context = 512
+
+[[model]]
+name = "one"
+path = "/models/one"
+max_running_requests = 4
+kv_cache_mb = 64
+options = { delay_ms_per_step = 5, nested = { x = true } }
+
+[[model]]
+path = "/models/two/"
+)";
+  ServerConfig config;
+  REQUIRE(apply_toml_server(text, "t.toml", config).ok());
+  CHECK(config.port == 9000);
+  CHECK(config.threads == 3);
+  CHECK(config.api_keys == std::vector<std::string>{"k"});
+  CHECK(config.cors_origins.size() == 2);
+  CHECK(config.engine.max_context == 512);
+  REQUIRE(apply_toml_models(text, "t.toml", config).ok());
+  REQUIRE(config.models.size() == 2);
+  CHECK(config.models[0].name == "one");
+  CHECK(config.models[0].max_running_requests == 4);
+  CHECK(config.models[0].engine.kv_cache_mb == 64);
+  CHECK(config.models[0].engine.max_context == 512);  // inherited from [server]
+  const auto options = boost::json::parse(config.models[0].options_json);
+  CHECK(options.at("delay_ms_per_step").as_int64() == 5);
+  CHECK(options.at("nested").at("x").as_bool());
+  CHECK(config.models[1].name == "two");
+
+  ServerConfig bad;
+  CHECK_FALSE(apply_toml_server("[server]\nprot = 1\n", "t", bad).ok());
+  CHECK_FALSE(apply_toml_server("[server]\nport = \"x\"\n", "t", bad).ok());
+  CHECK_FALSE(apply_toml_server("[sever]\n", "t", bad).ok());
+  CHECK_FALSE(apply_toml_server("[server\n", "t", bad).ok());
+  CHECK_FALSE(apply_toml_models("[[model]]\nname = \"x\"\n", "t", bad).ok());  // no path
+  CHECK_FALSE(apply_toml_models("[[model]]\npath = \"x\"\ncolour = 1\n", "t", bad).ok());
+}
+
+TEST_CASE("command-line flags override the config file") {
+  llaisys::test::TempDir dir;
+  const auto file = dir.path() / "llaisys.toml";
+  std::ofstream(file) << "[server]\nport = 9000\nthreads = 3\n[[model]]\nname = \"m\"\npath = \"/x\"\n";
+  const std::string file_arg = file.string();
+  std::vector<std::string> args = {"llaisys-server", "--config", file_arg, "--port", "9100", "--model", "b=/y",
+                                   "--max-running-requests", "5", "--max-queued-requests", "7"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  ServerConfig config;
+  REQUIRE_FALSE(parse_command_line(static_cast<int>(argv.size()), argv.data(), config).has_value());
+  CHECK(config.port == 9100);
+  CHECK(config.threads == 3);
+  REQUIRE(config.models.size() == 2);
+  CHECK(config.models[0].name == "m");
+  CHECK(config.models[1].name == "b");
+  CHECK(config.models[1].path == "/y");
+  CHECK(config.models[1].engine.max_num_seqs == 5);
+  CHECK(config.models[1].max_queued_requests == 7);
+}
+
+TEST_CASE("--model NAME=DIR or DIR") {
+  CHECK(parse_model_arg("a=/x/y")->name == "a");
+  CHECK(parse_model_arg("/x/tiny/")->name == "tiny");
+  CHECK(parse_model_arg("/x/tiny")->path == "/x/tiny");
+  CHECK_FALSE(parse_model_arg("").ok());
+}
