@@ -34,8 +34,8 @@ class CublasLt {
   void* workspace() const noexcept { return workspace_.data(); }
   std::size_t workspace_bytes() const noexcept { return workspace_.bytes(); }
 
-  // (M, N, K, ldx, ldy, has_bias, accumulate) -> algorithm.
-  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+  // (M, N, K, ldx, ldy, has_bias, accumulate, operand alignments) -> algorithm.
+  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, uint32_t>;
   std::map<ShapeKey, cublasLtMatmulAlgo_t>& algorithms() noexcept { return algorithms_; }
 
  private:

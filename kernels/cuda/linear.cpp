@@ -2,7 +2,9 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <memory>
+#include <utility>
 #include <type_traits>
 
 #include "cublaslt.hpp"
@@ -38,6 +40,16 @@ Status set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t a
                        "cublasLtMatmulDescSetAttribute");
 }
 
+// The largest power of two (at most 256) dividing the address: cuBLASLt's heuristics assume
+// 256-byte aligned operands unless told otherwise, and an algorithm chosen for aligned pointers can
+// refuse (or need) alignment a later call's pointers lack.
+uint32_t alignment_of(const void* ptr) {
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
 }  // namespace
 
 Status linear(const CudaContext& ctx, const bf16_t* x, int64_t x_stride, int64_t M, int64_t K,
@@ -68,7 +80,9 @@ Status linear(const CudaContext& ctx, const bf16_t* x, int64_t x_stride, int64_t
   LLAISYS_ASSIGN_OR_RETURN(Layout c, make_layout(CUDA_R_32F, N, M, y_stride));
 
   CublasLt& lt = *ctx.blas;
-  const CublasLt::ShapeKey key{M, N, K, x_stride, y_stride, bias != nullptr, accumulate};
+  const uint32_t align_a = alignment_of(weight.data), align_b = alignment_of(x), align_c = alignment_of(y);
+  const CublasLt::ShapeKey key{M, N, K, x_stride, y_stride, bias != nullptr, accumulate,
+                               (align_a << 16) | (align_b << 8) | std::min<uint32_t>(align_c, 255)};
   auto found = lt.algorithms().find(key);
   if (found == lt.algorithms().end()) {
     cublasLtMatmulPreference_t raw_pref = nullptr;
@@ -77,6 +91,12 @@ Status linear(const CudaContext& ctx, const bf16_t* x, int64_t x_stride, int64_t
     const uint64_t workspace = lt.workspace_bytes();
     LLAISYS_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
         pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+    for (const auto& [attribute, value] : {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a},
+                                           std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b},
+                                           std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
+                                           std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}}) {
+      LLAISYS_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref.get(), attribute, &value, sizeof(value)));
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
     LLAISYS_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(lt.handle(), desc.get(), a.get(), b.get(), c.get(),
