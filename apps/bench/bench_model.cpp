@@ -71,6 +71,14 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
+// The 1-, 5- and 15-minute load averages: how busy the machine was around the timings.
+std::string load_average() {
+  std::ifstream loadavg("/proc/loadavg");
+  double one = 0, five = 0, fifteen = 0;
+  if (!(loadavg >> one >> five >> fifteen)) return "unknown";
+  return fmt::format("{:.2f} {:.2f} {:.2f}", one, five, fifteen);
+}
+
 uint64_t safetensors_bytes(const fs::path& dir) {
   uint64_t total = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -117,6 +125,7 @@ int run_model_bench(const ModelBenchOptions& o) {
     }
   }
 
+  const std::string load_before = load_average();
   // The reference: copy bandwidth with the same number of threads, measured first.
   const double copy_bandwidth = measure_copy_bandwidth(static_cast<std::size_t>(o.copy_mib) << 20, 5, o.threads);
 
@@ -191,6 +200,9 @@ int run_model_bench(const ModelBenchOptions& o) {
              prefill_seconds);
   fmt::print("memory:     peak RSS {:.1f} MB = {:.3f} x the {:.1f} MB of weights{}\n", static_cast<double>(peak) / 1e6,
              rss_ratio, static_cast<double>(weights) / 1e6, peak_reset ? "" : " (peak includes the copy benchmark)");
+  fmt::print("load:       {} before, {} after (load average 1/5/15 min; on a busy machine every figure\n"
+             "            drops, the bandwidth ratio least)\n",
+             load_before, load_average());
   fmt::print("targets:    efficiency >= 0.9 {}, prefill >= 200 tokens/s {}, peak RSS <= 1.3 x weights {}\n",
              efficiency >= 0.9 ? "MET" : "MISSED", prefill_tps >= 200 ? "MET" : "MISSED",
              rss_ratio <= 1.3 ? "MET" : "MISSED");
