@@ -33,6 +33,7 @@
 #include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
 #include "progress.hpp"
+#include "request_fields.hpp"
 #include "served_model.hpp"
 
 namespace llaisys::offline {
@@ -60,41 +61,11 @@ struct ParseContext {
   const Status& chat_template_status;  // why there is none
 };
 
-Status bad_field(std::string_view key, std::string_view expected) {
-  return make_error(ErrorCode::invalid_argument, "'{}' must be {}", key, expected);
-}
-
-Result<std::optional<double>> number_field(const json::object& object, std::string_view key) {
-  const json::value* v = object.if_contains(key);
-  if (v == nullptr || v->is_null()) return std::optional<double>();
-  if (!v->is_number()) return bad_field(key, "a number");
-  return std::optional<double>(v->to_number<double>());
-}
-
-Result<std::optional<int64_t>> int_field(const json::object& object, std::string_view key) {
-  const json::value* v = object.if_contains(key);
-  if (v == nullptr || v->is_null()) return std::optional<int64_t>();
-  if (v->is_int64()) return std::optional<int64_t>(v->as_int64());
-  if (v->is_uint64() && v->as_uint64() <= static_cast<uint64_t>(INT64_MAX)) {
-    return std::optional<int64_t>(static_cast<int64_t>(v->as_uint64()));
-  }
-  return bad_field(key, "an integer");
-}
-
-Result<std::vector<TokenId>> token_ids_field(const json::value& value, std::string_view key, int32_t vocab_size) {
-  if (!value.is_array() || value.as_array().empty()) {
-    return make_error(ErrorCode::invalid_argument, "'{}' must be a non-empty array of token ids", key);
-  }
-  std::vector<TokenId> ids;
-  for (const json::value& v : value.as_array()) {
-    if (!v.is_int64() || v.as_int64() < 0 || v.as_int64() >= vocab_size) {
-      return make_error(ErrorCode::invalid_argument, "'{}' holds {} which is not a token id in [0, {})", key,
-                        json::serialize(v), vocab_size);
-    }
-    ids.push_back(static_cast<TokenId>(v.as_int64()));
-  }
-  return ids;
-}
+// Field readers shared with llaisys-server (apps/common/request_fields.hpp).
+using app::bad_field;
+using app::int_field;
+using app::number_field;
+using app::token_ids_field;
 
 Result<std::vector<TokenId>> encode(const ParseContext& context, std::string_view text) {
   if (!context.tokenizer) {
@@ -156,18 +127,7 @@ Status parse_stop(const json::object& object, const ParseContext& context, StopC
                                                             -1, std::numeric_limits<int32_t>::max()));
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> min_tokens, int_field(object, "min_tokens"));
   if (min_tokens) stop.min_tokens = static_cast<int32_t>(std::clamp<int64_t>(*min_tokens, -1, std::numeric_limits<int32_t>::max()));
-  if (const json::value* v = object.if_contains("stop"); v != nullptr && !v->is_null()) {
-    if (v->is_string()) {
-      stop.stop.emplace_back(v->as_string());
-    } else if (v->is_array()) {
-      for (const json::value& s : v->as_array()) {
-        if (!s.is_string()) return bad_field("stop", "a string or a list of strings");
-        stop.stop.emplace_back(s.as_string());
-      }
-    } else {
-      return bad_field("stop", "a string or a list of strings");
-    }
-  }
+  LLAISYS_ASSIGN_OR_RETURN(stop.stop, app::stop_strings_field(object, "stop"));
   if (const json::value* v = object.if_contains("stop_token_ids"); v != nullptr && !v->is_null()) {
     LLAISYS_ASSIGN_OR_RETURN(stop.stop_token_ids, token_ids_field(*v, "stop_token_ids", context.info.vocab_size));
   }

@@ -242,7 +242,7 @@ TEST_CASE("command-line flags override the config file") {
   CHECK(config.models[1].max_queued_requests == 7);
 }
 
-TEST_CASE("--model NAME=DIR or DIR") {
+TEST_CASE("model arguments: NAME=DIR or DIR") {
   CHECK(parse_model_arg("a=/x/y")->name == "a");
   CHECK(parse_model_arg("/x/tiny/")->name == "tiny");
   CHECK(parse_model_arg("/x/tiny")->path == "/x/tiny");
