@@ -4,7 +4,9 @@
 #   1. models/stories260K, the shipped demo model (TinyStories 260K, real trained weights, served by
 #      the llama plugin): it writes short stories in English (examples/story-prompts.jsonl);
 #   2. the tiny Qwen2 test model (created on first use under ~/.cache/llaisys; random weights, the real
-#      Qwen2 tokenizer and chat template), in chat mode (examples/chat-prompts.txt).
+#      Qwen2 tokenizer and chat template), in chat mode (examples/chat-prompts.txt);
+#   3. llaisys-server with both models (OpenAI API and the web UI at http://127.0.0.1:8080/) until
+#      Ctrl-C. NO_SERVER=1 skips it; PORT=... picks another port.
 #   scripts/run.sh                                        # the built-in models
 #   MODEL=/path/to/Qwen2.5-0.5B-Instruct scripts/run.sh   # a real Hugging Face Qwen2/Llama directory
 # Extra arguments go to llaisys-offline generate (e.g. --max-tokens 64 --temperature 0.7).
@@ -16,9 +18,17 @@ cmake --preset release >/dev/null
 cmake --build --preset release
 bin=build/release/bin
 
+serve() {
+  [ -n "${NO_SERVER:-}" ] && return 0
+  echo "== llaisys-server $*: the OpenAI API and the web UI at http://127.0.0.1:${PORT:-8080}/ (Ctrl-C stops it)" >&2
+  exec "$bin/llaisys-server" --host 127.0.0.1 --port "${PORT:-8080}" "$@"
+}
+
 if [ -n "${MODEL:-}" ]; then
   echo "== llaisys-offline generate --model $MODEL --chat examples/chat-prompts.txt" >&2
-  exec "$bin/llaisys-offline" generate --model "$MODEL" --chat --max-tokens 32 "$@" examples/chat-prompts.txt
+  "$bin/llaisys-offline" generate --model "$MODEL" --chat --max-tokens 32 "$@" examples/chat-prompts.txt
+  serve --model "$MODEL"
+  exit 0
 fi
 
 # 1. The demo model. Stories end when the model emits BOS (id 1), as in llama2.c.
@@ -34,6 +44,7 @@ for r in map(json.loads, open(sys.argv[1])):
         print(f"\n-- {r['id']}:\n{prompts.get(r['id'], '')}{r['text']}")
 print()
 PY
+rm -f "$out"
 
 # 2. The tiny Qwen2 shape, through the chat template.
 model=${XDG_CACHE_HOME:-$HOME/.cache}/llaisys/tiny-qwen2
@@ -46,3 +57,6 @@ echo "   template), so its answers are noise. For real answers point MODEL at a 
 echo "   Qwen2/Qwen2.5 directory: MODEL=/path/to/Qwen2.5-0.5B-Instruct scripts/run.sh" >&2
 echo "== llaisys-offline generate --model $model --chat examples/chat-prompts.txt" >&2
 "$bin/llaisys-offline" generate --model "$model" --chat --max-tokens 32 "$@" examples/chat-prompts.txt
+
+# 3. Both models behind the OpenAI-compatible server.
+serve --model "stories260K=models/stories260K" --model "tiny-qwen2=$model"
