@@ -155,15 +155,18 @@ Reply ServerApp::route(const HttpRequestView& request, const OutputNotifier& not
     if (!get) return method_not_allowed("GET");
     return router_.all_ready() ? json_reply(200, R"({"status":"ok"})") : json_reply(503, R"({"status":"loading"})");
   }
-  if (path == "/metrics") {
-    if (!get) return method_not_allowed("GET");
-    Reply r = json_reply(200, metrics_text());
-    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    return r;
-  }
   if (path == "/v1/models" || path.starts_with("/v1/models/")) {
     if (!get) return method_not_allowed("GET");
     return models(path == "/v1/models" ? std::string_view() : path.substr(std::string_view("/v1/models/").size()));
+  }
+  // /metrics is behind the API key like the API (a scraper sends it as a bearer token): request
+  // counts and model names are not for anonymous callers.
+  if (path == "/metrics") {
+    if (!get) return method_not_allowed("GET");
+    if (!authorized(config_.api_keys, request.authorization, request.x_api_key)) return error_reply(auth_error());
+    Reply r = json_reply(200, metrics_text());
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return r;
   }
   const bool api = path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize";
   if (!api) {

@@ -49,7 +49,7 @@ export function metricValue(text, name) {
 }
 
 export async function serverLoad() {
-  const text = await (await fetch(url("metrics"))).text();
+  const text = await (await fetch(url("metrics"), { headers: headers() })).text();
   return {
     running: metricValue(text, METRIC_RUNNING_REQUESTS),
     waiting: metricValue(text, METRIC_WAITING_REQUESTS),
