@@ -119,10 +119,17 @@ LLAISYS_TARGET_AVX512 void tile_avx512(const TileArgs& a) {
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
+    if constexpr (NR == 4) {
+      float sums[4];
+      simd::reduce4_lanes_avx512(acc[i][0], acc[i][1], acc[i][2], acc[i][3], sums);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) store_output(sums[j], a.bias, a.n + j, a.y + i * a.y_stride + a.n + j, a.accumulate);
+    } else {
 #pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) {
-      store_output(simd::reduce_lanes_avx512(acc[i][j]), a.bias, a.n + j, a.y + i * a.y_stride + a.n + j,
-                   a.accumulate);
+      for (int j = 0; j < NR; ++j) {
+        store_output(simd::reduce_lanes_avx512(acc[i][j]), a.bias, a.n + j, a.y + i * a.y_stride + a.n + j,
+                     a.accumulate);
+      }
     }
   }
 }
@@ -203,8 +210,18 @@ LLAISYS_TARGET_AVX512 void gemv_group_avx512(const float* x, const std::byte* w,
       acc[j] = _mm512_fmadd_ps(xv, weights16_masked_avx512<D>(w + j * w_row_bytes, k, mask), acc[j]);
     }
   }
+  if constexpr (NR % 4 == 0) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; j += 4) {
+      float sums[4];
+      simd::reduce4_lanes_avx512(acc[j], acc[j + 1], acc[j + 2], acc[j + 3], sums);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) store_output(sums[i], bias, n + j + i, y + n + j + i, accumulate);
+    }
+  } else {
 #pragma GCC unroll 8
-  for (int j = 0; j < NR; ++j) store_output(simd::reduce_lanes_avx512(acc[j]), bias, n + j, y + n + j, accumulate);
+    for (int j = 0; j < NR; ++j) store_output(simd::reduce_lanes_avx512(acc[j]), bias, n + j, y + n + j, accumulate);
+  }
 }
 
 template <DType D>

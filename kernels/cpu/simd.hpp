@@ -93,6 +93,24 @@ LLAISYS_TARGET_AVX512 inline float reduce_lanes_avx512(__m512 v) {
   return reduce_lanes_avx2(lo, hi);
 }
 
+// Four reductions at once, each in the canonical pairing (l + 8, then + 4, + 2, + 1; IEEE addition
+// is commutative, so only the pairing matters): out[i] is reduce_lanes of v[i].
+LLAISYS_TARGET_AVX512 inline void reduce4_lanes_avx512(__m512 a, __m512 b, __m512 c, __m512 d, float out[4]) {
+  // Lanes 0-7: a[l] + a[l + 8]; lanes 8-15: the same for b. Likewise c and d.
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+  // 128-bit quarter i: the 4 partial sums (l + 4) of v[i].
+  const __m512 s4 = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+  const __m512 s2 = _mm512_add_ps(s4, _mm512_permute_ps(s4, 0xEE));  // t4[0] + t4[2], t4[1] + t4[3]
+  const __m512 s1 = _mm512_add_ps(s2, _mm512_permute_ps(s2, 0x55));  // lane 0 of each quarter
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s1);
+  out[0] = lanes[0];
+  out[1] = lanes[4];
+  out[2] = lanes[8];
+  out[3] = lanes[12];
+}
+
 LLAISYS_TARGET_AVX512 inline __m512 exp_avx512(__m512 x) {
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
