@@ -16,4 +16,15 @@ Status embedding(const CudaContext& ctx, const DeviceMatrix& table, const int32_
                      "embedding kernel");
 }
 
+Status gather_rows(const CudaContext& ctx, const float* src, int64_t src_stride, int64_t src_rows,
+                   const int32_t* indices, int64_t num_rows, int64_t width, float* dst, int64_t dst_stride) {
+  if (num_rows < 0 || num_rows > 0x7fffffff || width <= 0 || src_rows < 0 || src_stride < width ||
+      dst_stride < width || (num_rows > 0 && (src == nullptr || indices == nullptr || dst == nullptr))) {
+    return make_error(ErrorCode::invalid_argument, "gather_rows: bad shape");
+  }
+  if (num_rows == 0) return {};
+  return cuda_status(launch::gather_rows(ctx.stream, src, src_stride, src_rows, indices, num_rows, width, dst, dst_stride),
+                     "gather_rows kernel");
+}
+
 }  // namespace llaisys::cuda

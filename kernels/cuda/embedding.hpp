@@ -15,4 +15,9 @@ namespace llaisys::cuda {
 Status embedding(const CudaContext& ctx, const DeviceMatrix& table, const int32_t* ids, int64_t num_tokens,
                  float* out, int64_t out_stride);
 
+// dst[r, :] = src[indices[r], :] for r < num_rows, `width` f32 per row (indices in device memory):
+// the rows of the residual stream that want an output. An index outside [0, src_rows) gives zeros.
+Status gather_rows(const CudaContext& ctx, const float* src, int64_t src_stride, int64_t src_rows,
+                   const int32_t* indices, int64_t num_rows, int64_t width, float* dst, int64_t dst_stride);
+
 }  // namespace llaisys::cuda

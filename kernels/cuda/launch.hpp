@@ -17,6 +17,8 @@ namespace llaisys::cuda::launch {
 
 cudaError_t embedding(cudaStream_t stream, const uint16_t* table, int64_t rows, int64_t width, const int32_t* ids,
                       int64_t num_tokens, float* out, int64_t out_stride);
+cudaError_t gather_rows(cudaStream_t stream, const float* src, int64_t src_stride, int64_t src_rows,
+                        const int32_t* indices, int64_t num_rows, int64_t width, float* dst, int64_t dst_stride);
 
 // out_bf16: out is bf16 (uint16_t bits), else f32.
 cudaError_t add_rms_norm(cudaStream_t stream, float* residual, int64_t residual_stride, const float* delta,
