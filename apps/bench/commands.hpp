@@ -17,6 +17,10 @@ void add_model_command(CLI::App& app, int& exit_code);
 // the prefix cache (bench_engine.cpp).
 void add_engine_command(CLI::App& app, int& exit_code);
 
+// The CUDA path: D2D copy bandwidth, single-sequence decode efficiency, the 256-sequence workload
+// (bench_cuda.cpp; registered only in builds with the CUDA backend).
+void add_cuda_command(CLI::App& app, int& exit_code);
+
 // Measures large-memcpy bandwidth in bytes (read + written) per second over `bytes`-sized buffers,
 // best of `repeats` runs, using `num_threads` threads each copying its own slice.
 double measure_copy_bandwidth(std::size_t bytes, int repeats, int num_threads);

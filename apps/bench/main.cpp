@@ -14,6 +14,9 @@ int main(int argc, char** argv) {
   llaisys::bench::add_tokenizer_command(app, exit_code);
   llaisys::bench::add_model_command(app, exit_code);
   llaisys::bench::add_engine_command(app, exit_code);
+#ifdef LLAISYS_HAVE_CUDA
+  llaisys::bench::add_cuda_command(app, exit_code);
+#endif
   app.parse_complete_callback([&] { llaisys::app::init_logging(log_level); });
   try {
     app.parse(argc, argv);
