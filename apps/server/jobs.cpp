@@ -20,9 +20,9 @@ bool is_set(RequestTimes::TimePoint t) { return t.time_since_epoch().count() != 
 class GenerationJob final : public Job {
  public:
   GenerationJob(ModelEntry& model, std::unique_ptr<Reservation> reservation, RequestStream stream,
-                std::unique_ptr<GenerationResponse> response, bool streaming, int32_t n)
+                std::unique_ptr<GenerationResponse> response, bool streaming)
       : model_(model), reservation_(std::move(reservation)), stream_(std::move(stream)),
-        response_(std::move(response)), streaming_(streaming), n_(n) {}
+        response_(std::move(response)), streaming_(streaming) {}
 
   bool streaming() const override { return streaming_; }
   bool done() const override { return done_; }
@@ -37,6 +37,7 @@ class GenerationJob final : public Job {
       std::optional<RequestOutput> out = stream_.try_pop();
       if (!out) break;
       times_ = out->times;
+      gaps_.observe(*out, model_.metrics);
       if (streaming_) {
         bytes += response_->stream_events(*out);
       } else {
@@ -64,11 +65,7 @@ class GenerationJob final : public Job {
       const double ttft = seconds(times_.arrival, times_.first_token);
       m.observe_ttft(ttft);
       log.ttft_ms = ttft * 1000.0;
-      const int32_t per_choice = usage.completion_tokens / std::max(n_, 1);
-      if (per_choice > 1 && is_set(times_.last_token)) {
-        m.observe_itl(seconds(times_.first_token, times_.last_token) / (per_choice - 1), per_choice - 1);
-      }
-    }
+    }  // inter-token gaps were observed as the deltas arrived (poll)
     if (is_set(times_.arrival) && is_set(times_.finished)) m.observe_e2e(seconds(times_.arrival, times_.finished));
     log.prompt_tokens = usage.prompt_tokens;
     log.completion_tokens = usage.completion_tokens;
@@ -83,10 +80,10 @@ class GenerationJob final : public Job {
   RequestStream stream_;
   std::unique_ptr<GenerationResponse> response_;
   bool streaming_;
-  int32_t n_;
   bool done_ = false;
   bool aborted_ = false;
   RequestTimes times_;
+  TokenGapTracker gaps_;
 };
 
 std::string base64_floats(const std::vector<float>& values) {
@@ -197,9 +194,9 @@ class EmbeddingJob final : public Job {
 
 std::unique_ptr<Job> make_generation_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,
                                          RequestStream stream, std::unique_ptr<GenerationResponse> response,
-                                         bool streaming, int32_t n) {
+                                         bool streaming) {
   return std::make_unique<GenerationJob>(model, std::move(reservation), std::move(stream), std::move(response),
-                                         streaming, n);
+                                         streaming);
 }
 
 std::unique_ptr<Job> make_embedding_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,

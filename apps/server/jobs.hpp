@@ -13,7 +13,7 @@ namespace llaisys::server {
 
 std::unique_ptr<Job> make_generation_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,
                                          RequestStream stream, std::unique_ptr<GenerationResponse> response,
-                                         bool streaming, int32_t n);
+                                         bool streaming);
 
 std::unique_ptr<Job> make_embedding_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,
                                         std::vector<RequestStream> streams, bool base64, std::string model_name);

@@ -22,9 +22,12 @@ int main(int argc, char** argv) {
   if (auto code = parse_command_line(argc, argv, config)) return *code;
   llaisys::app::init_logging(config.log_level);
 
-  net::io_context io(config.threads);
+  // The models outlive the io_context: the sessions still waiting in its queues when it is
+  // destroyed finish their jobs into the models' metrics (router.shutdown() has stopped the engines
+  // by then, so no notifier posts to a destroyed io_context).
   ModelRouter router(config.models);
   ServerApp app(config, router);
+  net::io_context io(config.threads);
   auto listener = std::make_shared<Listener>(io, app, config);
   auto port = listener->listen(config.host, static_cast<uint16_t>(config.port));
   if (!port.ok()) {

@@ -1,6 +1,7 @@
 #include "metrics.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 
@@ -48,6 +49,31 @@ void ModelMetrics::observe_e2e(double seconds) {
 MetricsSnapshot ModelMetrics::snapshot() const {
   std::lock_guard lock(mutex_);
   return data_;
+}
+
+int TokenGapTracker::observe(const RequestOutput& out, ModelMetrics& metrics) {
+  std::size_t tokens = 0;
+  for (const ChoiceDelta& c : out.choices) tokens = std::max(tokens, c.token_ids.size());
+  const RequestTimes::TimePoint at = out.times.last_token;
+  if (tokens == 0 || at.time_since_epoch().count() == 0) return 0;
+  int observed = 0;
+  if (previous_.time_since_epoch().count() != 0 && at >= previous_) {
+    const double gap = std::chrono::duration<double>(at - previous_).count();
+    observed = static_cast<int>(tokens);
+    metrics.observe_itl(gap / static_cast<double>(tokens), observed);
+  }  // the first delta closes no gap: its time is the TTFT
+  previous_ = at;
+  return observed;
+}
+
+void HttpMetrics::count(int status) {
+  std::lock_guard lock(mutex_);
+  ++by_status_[status];
+}
+
+std::map<int, uint64_t> HttpMetrics::snapshot() const {
+  std::lock_guard lock(mutex_);
+  return by_status_;
 }
 
 std::string escape_label(std::string_view value) {
@@ -108,8 +134,14 @@ void histogram(std::string& out, const std::vector<ModelMetricsView>& models, st
 
 }  // namespace
 
-std::string render_prometheus(const std::vector<ModelMetricsView>& models) {
+std::string render_prometheus(const std::vector<ModelMetricsView>& models,
+                              const std::map<int, uint64_t>& http_by_status) {
   std::string out;
+  header(out, "llaisys_http_requests_total", "counter",
+         "HTTP responses of the whole server by status code (also those refused before a model is known).");
+  for (const auto& [status, count] : http_by_status) {
+    out += fmt::format("llaisys_http_requests_total{{status=\"{}\"}} {}\n", status, count);
+  }
   header(out, "llaisys_requests_total", "counter", "HTTP requests by model and status code.");
   for (const ModelMetricsView& m : models) {
     for (const auto& [status, count] : m.metrics.requests_by_status) {

@@ -1,5 +1,7 @@
 #pragma once
-// Prometheus metrics (text format 0.0.4), every series labelled model="<id>". Counters and
+// Prometheus metrics (text format 0.0.4). Every per-model series is labelled model="<id>"; the one
+// server-wide series, llaisys_http_requests_total{status}, counts every HTTP response (also those
+// refused before a model is known: malformed JSON, a bad key, unknown routes). Counters and
 // histograms are recorded by the request handlers; gauges come from the engine's stats snapshot,
 // which the engine refreshes after every step.
 
@@ -57,6 +59,30 @@ class ModelMetrics {
   MetricsSnapshot data_;
 };
 
+// Inter-token latency, one observation per generated token after the first. Each delta with new
+// tokens is timed by the engine's RequestTimes::last_token (when its step sampled them, not when the
+// server sent them); the gap since the previous such delta is split evenly over the delta's new
+// tokens per choice (a decode step gives every choice one token: one observation per step).
+class TokenGapTracker {
+ public:
+  // Records the gaps `out` closes into `metrics`; returns the number of observations.
+  int observe(const RequestOutput& out, ModelMetrics& metrics);
+
+ private:
+  RequestTimes::TimePoint previous_{};
+};
+
+// Server-wide HTTP responses by status (thread-safe).
+class HttpMetrics {
+ public:
+  void count(int status);
+  std::map<int, uint64_t> snapshot() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<int, uint64_t> by_status_;
+};
+
 struct ModelMetricsView {
   std::string model;
   MetricsSnapshot metrics;
@@ -64,7 +90,8 @@ struct ModelMetricsView {
 };
 
 // The whole /metrics page.
-std::string render_prometheus(const std::vector<ModelMetricsView>& models);
+std::string render_prometheus(const std::vector<ModelMetricsView>& models,
+                              const std::map<int, uint64_t>& http_by_status = {});
 
 // Prometheus label value escaping: backslash, double quote and newline.
 std::string escape_label(std::string_view value);

@@ -123,6 +123,8 @@ Reply ServerApp::handle(const HttpRequestView& request, const OutputNotifier& no
   }
 }
 
+void ServerApp::count_http(int status) { http_metrics_.count(status); }
+
 void ServerApp::count(const Reply& reply) {
   if (reply.model.empty()) return;
   if (ModelEntry* m = router_.find(reply.model)) m->metrics.count_request(reply.status);
@@ -135,7 +137,7 @@ std::string ServerApp::metrics_text() const {
     if (m->ready.load(std::memory_order_acquire)) v.engine = m->engine->stats();
     views.push_back(std::move(v));
   }
-  return render_prometheus(views);
+  return render_prometheus(views, http_metrics_.snapshot());
 }
 
 Reply ServerApp::route(const HttpRequestView& request, const OutputNotifier& notify) {
@@ -217,14 +219,13 @@ Reply ServerApp::generate(const HttpRequestView& request, bool chat, const Outpu
   auto reservation = std::make_unique<Reservation>(&model->admission);
   const std::string id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
   auto response = std::make_unique<GenerationResponse>(*parsed, ResponseMeta{id, unix_now(), name}, model->tokenizer);
-  const int32_t n = parsed->request.n;
   auto stream = model->engine->submit(std::move(parsed->request), notify);
   if (!stream.ok()) return submit_error(stream.status(), name);
   Reply r;
   r.model = name;
   r.id = id;
   r.job = make_generation_job(*model, std::move(reservation), std::move(stream).value(), std::move(response),
-                              parsed->stream, n);
+                              parsed->stream);
   return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "llaisys/engine/request_stream.hpp"
 #include "model_router.hpp"
+#include "metrics.hpp"
 #include "request_log.hpp"
 #include "server_config.hpp"
 
@@ -56,6 +57,9 @@ class ServerApp {
   Reply handle(const HttpRequestView& request, const OutputNotifier& notify);
   // Counts a finished reply in the model's metrics (replies without a job).
   void count(const Reply& reply);
+  // Every HTTP response the server sends (llaisys_http_requests_total{status}), also those refused
+  // before a model is known; 499 for a client that went away (or did not read) before the end.
+  void count_http(int status);
   std::string metrics_text() const;
 
  private:
@@ -70,6 +74,7 @@ class ServerApp {
   const ServerConfig& config_;
   ModelRouter& router_;
   std::filesystem::path webui_dir_;
+  HttpMetrics http_metrics_;
 };
 
 Reply error_reply(const struct ApiError& error);

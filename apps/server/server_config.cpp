@@ -130,6 +130,9 @@ Status apply_toml_server(const std::string& text, const std::string& origin, Ser
     else if (key == "body_timeout_ms") s = read_value(node, key, where, c.body_timeout_ms);
     else if (key == "idle_timeout_ms") s = read_value(node, key, where, c.idle_timeout_ms);
     else if (key == "sse_keepalive_ms") s = read_value(node, key, where, c.sse_keepalive_ms);
+    else if (key == "write_timeout_ms") s = read_value(node, key, where, c.write_timeout_ms);
+    else if (key == "max_stream_backlog_bytes") s = read_value(node, key, where, c.max_stream_backlog_bytes);
+    else if (key == "socket_send_buffer_bytes") s = read_value(node, key, where, c.socket_send_buffer_bytes);
     else if (key == "cors_origin" || key == "cors_origins") s = read_strings(node, key, where, c.cors_origins);
     else if (key == "webui") s = read_value(node, key, where, c.webui_dir);
     else if (key == "plugin_dir") s = read_value(node, key, where, c.plugin_dir);
@@ -228,6 +231,15 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
   app.add_option("--idle-timeout-ms", c.idle_timeout_ms, "idle keep-alive connections are closed after this")
       ->capture_default_str();
   app.add_option("--sse-keepalive-ms", c.sse_keepalive_ms, "SSE keep-alive comment interval")->capture_default_str();
+  app.add_option("--write-timeout-ms", c.write_timeout_ms,
+                 "a response write the client does not take within this aborts the request and closes")
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{24} * 3600 * 1000));
+  app.add_option("--max-stream-backlog-bytes", c.max_stream_backlog_bytes,
+                 "unwritten SSE bytes per connection before the request is aborted as a slow reader")
+      ->capture_default_str()->check(CLI::Range(int64_t{4096}, int64_t{1} << 40));
+  app.add_option("--socket-send-buffer-bytes", c.socket_send_buffer_bytes,
+                 "SO_SNDBUF of each connection (0: the kernel's autotuning)")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_option("--cors-origin", c.cors_origins, "allowed CORS origin (repeatable; * without credentials)");
   app.add_option("--webui", c.webui_dir, "web UI directory (default <exe>/../share/llaisys/webui)");
   app.add_option("--plugin-dir", c.plugin_dir, "directory of model plugins");

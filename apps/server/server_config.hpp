@@ -42,6 +42,15 @@ struct ServerConfig {
   int64_t body_timeout_ms = 60000;
   int64_t idle_timeout_ms = 60000;
   int64_t sse_keepalive_ms = 10000;
+  // A response write (SSE chunk or whole body) that the client does not take within this deadline
+  // aborts the request (KV freed within one engine step) and closes the connection (logged as 499).
+  int64_t write_timeout_ms = 30000;
+  // Unwritten SSE bytes one connection may queue (in flight + pending) before it is treated the same.
+  int64_t max_stream_backlog_bytes = 4ll << 20;
+  // SO_SNDBUF of accepted connections (0: the kernel's autotuning, up to net.ipv4.tcp_wmem's max).
+  // A fixed size bounds each connection's kernel memory, so that a stalled reader is noticed
+  // after that much output rather than after megabytes.
+  int64_t socket_send_buffer_bytes = 0;
   std::vector<std::string> cors_origins;
   std::string webui_dir;                // empty: <exe dir>/../share/llaisys/webui
   std::string plugin_dir;

@@ -1,5 +1,7 @@
 #include "http/listener.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "http/session.hpp"
@@ -42,6 +44,10 @@ void Listener::accept() {
     if (!ec) {
       boost::system::error_code ignored;
       socket.set_option(tcp::no_delay(true), ignored);
+      if (self->config_.socket_send_buffer_bytes > 0) {
+        const auto bytes = static_cast<int>(std::min<int64_t>(self->config_.socket_send_buffer_bytes, 1 << 30));
+        socket.set_option(net::socket_base::send_buffer_size(bytes), ignored);
+      }
       const int32_t open = self->open_connections_->fetch_add(1) + 1;
       start_session(std::move(socket), self->app_, self->config_, self->open_connections_,
                     open > self->config_.max_connections);

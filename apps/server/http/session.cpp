@@ -32,14 +32,12 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, ServerApp& app, const ServerConfig& config,
           std::shared_ptr<std::atomic<int32_t>> open_connections)
       : socket_(std::move(socket)), deadline_(socket_.get_executor()), keepalive_(socket_.get_executor()),
-        app_(app), config_(config), open_connections_(std::move(open_connections)) {}
+        write_deadline_(socket_.get_executor()), app_(app), config_(config), open_connections_(std::move(open_connections)) {}
 
   ~Session() {
     if (job_) {  // the connection died with a request in flight (its stream aborts as the job drops)
-      job_->abort();
-      log_entry_.status = 499;
-      job_->finish(499, log_entry_);
-      write_log();
+      if (!job_->done()) job_->abort();
+      finish_job(499);
     }
     open_connections_->fetch_sub(1);
   }
@@ -48,6 +46,7 @@ class Session : public std::enable_shared_from_this<Session> {
     net::dispatch(socket_.get_executor(), [self = shared_from_this(), over_capacity] {
       if (over_capacity) {
         self->keep_alive_ = false;
+        self->log_entry_ = {.status = 503, .finish = "over --max-connections"};
         ApiError e = unavailable_error("the server has too many open connections; retry later");
         self->send_simple(503, "application/json", error_body(e), {{"Retry-After", "1"}}, false);
       } else {
@@ -73,6 +72,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void close() {
     disarm();
     keepalive_.cancel();
+    write_deadline_.cancel();
     beast::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
@@ -223,7 +223,6 @@ class Session : public std::enable_shared_from_this<Session> {
   void send_raw(std::string bytes, bool complete) {
     pending_ += bytes;
     response_complete_ = complete;
-    if (!job_) arm(config_.idle_timeout_ms);  // a client that does not read is dropped
     flush();
   }
 
@@ -232,12 +231,60 @@ class Session : public std::enable_shared_from_this<Session> {
     writing_ = true;
     in_flight_ = std::move(pending_);
     pending_.clear();
-    net::async_write(socket_, net::buffer(in_flight_),
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_write(ec); });
+    written_ = 0;
+    write_some();
+  }
+
+  // The bytes in flight go out in write_some steps, each under the write deadline: the deadline
+  // bounds the time without progress (a slow reader that keeps taking bytes is served; one that
+  // stops is not), while --max-stream-backlog-bytes bounds what piles up behind it.
+  void write_some() {
+    arm_write_deadline();
+    socket_.async_write_some(net::buffer(in_flight_.data() + written_, in_flight_.size() - written_),
+                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                               if (!ec) self->written_ += n;
+                               if (!ec && self->written_ < self->in_flight_.size() && !self->closed_) {
+                                 return self->write_some();
+                               }
+                               self->on_write(ec);
+                             });
+  }
+
+  std::size_t unwritten() const { return pending_.size() + (in_flight_.size() - written_); }
+
+  // A client that keeps the connection open but stops reading would otherwise hold its request
+  // (and its KV blocks) forever: no progress within --write-timeout-ms drops it.
+  void arm_write_deadline() {
+    const uint64_t generation = ++write_generation_;
+    write_deadline_.expires_after(std::chrono::milliseconds(std::max<int64_t>(config_.write_timeout_ms, 1)));
+    write_deadline_.async_wait([self = shared_from_this(), generation](beast::error_code ec) {
+      if (ec || !self->writing_ || self->write_generation_ != generation || self->closed_) return;
+      self->drop_slow_reader(fmt::format("the client took no byte for {} ms ({} bytes unwritten)",
+                                         self->config_.write_timeout_ms, self->unwritten()));
+    });
+  }
+
+  // The client does not take what we send (write deadline or backlog bound): abort its request in
+  // the engine (KV freed within one step) and close; counted and logged like a disconnect (499).
+  void drop_slow_reader(const std::string& why) {
+    log::warn("slow reader dropped ({} {} {}): {}", log_entry_.id.empty() ? "-" : log_entry_.id,
+              escape_for_log(method_, 16), escape_for_log(redact_secrets(target_), 100), why);
+    slow_reader_ = why;
+    if (job_ && !job_->done()) job_->abort();
+    peer_gone_ = true;
+    closed_ = true;
+    close();  // cancels the write and the watch read; their handlers find closed_ set
+    if (job_ && job_->done()) {  // nothing more comes from the engine: count it now
+      finish_job(499);
+      job_.reset();
+    }
   }
 
   void on_write(beast::error_code ec) {
     writing_ = false;
+    write_deadline_.cancel();
+    in_flight_.clear();
+    written_ = 0;
     last_write_ = Clock::now();
     if (ec) {
       // The client is gone: stop the engine's work for it.
@@ -245,6 +292,16 @@ class Session : public std::enable_shared_from_this<Session> {
       peer_gone_ = true;
       closed_ = true;
       close();
+      if (job_ && job_->done()) {  // already generated, not delivered: a disconnect
+        finish_job(499);
+        job_.reset();
+      } else if (!job_ && response_complete_) {  // a complete reply the client did not take
+        response_complete_ = false;
+        log_entry_.finish = fmt::format("{} not delivered: {}", log_entry_.status,
+                                        slow_reader_.empty() ? ec.message() : "slow reader: " + slow_reader_);
+        log_entry_.status = 499;
+        write_log();
+      }
       return;
     }
     if (!pending_.empty()) return flush();
@@ -252,13 +309,29 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write_log() {
+    app_.count_http(log_entry_.status);
     log_entry_.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
     log::info("{}", format_log_line(log_entry_));
   }
 
+  // Once per job: its metrics (under `status`) and the log line. A response counts as delivered
+  // (200) only once its last byte was written.
+  void finish_job(int status) {
+    if (!job_ || job_finished_) return;
+    job_finished_ = true;
+    log_entry_.status = status;
+    job_->finish(status, log_entry_);
+    if (!slow_reader_.empty()) log_entry_.finish += " (slow reader: " + slow_reader_ + ")";
+    write_log();
+  }
+
   void after_response() {
     disarm();
-    write_log();
+    if (job_) {
+      finish_job(final_status_);
+    } else {
+      write_log();
+    }
     keepalive_.cancel();
     job_.reset();
     response_complete_ = false;
@@ -276,6 +349,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void start_job(std::unique_ptr<Job> job) {
     disarm();
     job_ = std::move(job);
+    job_finished_ = false;
+    slow_reader_.clear();
     streaming_ = job_->streaming();
     watch();
     if (streaming_) {
@@ -296,19 +371,17 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!job_ || response_complete_) return;
     std::string bytes = job_->poll();
     if (streaming_ && !bytes.empty()) pending_ += http_chunk(bytes);
+    if (streaming_ && !closed_ && !job_->done() &&
+        static_cast<int64_t>(unwritten()) > std::max<int64_t>(config_.max_stream_backlog_bytes, 4096)) {
+      return drop_slow_reader(fmt::format("{} unwritten stream bytes exceed --max-stream-backlog-bytes {}", unwritten(),
+                                          config_.max_stream_backlog_bytes));
+    }
     if (job_->done()) {
-      int status = 200;
-      if (streaming_) {
-        pending_ += kLastChunk;
-        status = peer_gone_ ? 499 : 200;  // 499: the client closed the connection (as nginx logs it)
-        log_entry_.status = status;
-      } else {
-        status = peer_gone_ ? 499 : job_->status();
-        log_entry_.status = status;
-      }
-      job_->finish(status, log_entry_);
+      if (streaming_) pending_ += kLastChunk;
+      // 499: the client closed the connection (as nginx logs it)
+      final_status_ = peer_gone_ ? 499 : streaming_ ? 200 : job_->status();
       if (peer_gone_) {
-        write_log();
+        finish_job(499);
         job_.reset();
         closed_ = true;
         return close();
@@ -377,6 +450,7 @@ class Session : public std::enable_shared_from_this<Session> {
   tcp::socket socket_;
   net::steady_timer deadline_;
   net::steady_timer keepalive_;
+  net::steady_timer write_deadline_;
   ServerApp& app_;
   const ServerConfig& config_;
   std::shared_ptr<std::atomic<int32_t>> open_connections_;
@@ -401,6 +475,11 @@ class Session : public std::enable_shared_from_this<Session> {
   bool next_after_watch_ = false;
   bool peer_gone_ = false;
   bool closed_ = false;
+  bool job_finished_ = false;
+  int final_status_ = 200;
+  uint64_t write_generation_ = 0;
+  std::size_t written_ = 0;  // bytes of in_flight_ already written
+  std::string slow_reader_;  // why the connection was dropped as a slow reader (for the log line)
 };
 
 }  // namespace

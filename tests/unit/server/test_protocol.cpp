@@ -2,6 +2,8 @@
 // Prometheus text, TOML/CLI config and log-line escaping.
 
 #include <boost/json.hpp>
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <regex>
@@ -163,6 +165,64 @@ TEST_CASE("Prometheus text: cumulative buckets, label escaping, every series lab
   }
 }
 
+namespace {
+
+RequestOutput delta_at(RequestTimes::TimePoint at, std::vector<std::size_t> tokens_per_choice) {
+  RequestOutput out;
+  out.times.last_token = at;
+  for (std::size_t i = 0; i < tokens_per_choice.size(); ++i) {
+    ChoiceDelta c;
+    c.index = static_cast<int32_t>(i);
+    c.token_ids.assign(tokens_per_choice[i], 7);
+    out.choices.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("inter-token latency: one observation per token after the first, timed by the engine") {
+  using std::chrono::milliseconds;
+  const RequestTimes::TimePoint t0{std::chrono::seconds(1000)};
+  ModelMetrics m;
+  TokenGapTracker gaps;
+  CHECK(gaps.observe(delta_at(t0, {1}), m) == 0);                       // the first token: TTFT, no gap
+  CHECK(gaps.observe(delta_at(t0 + milliseconds(12), {1}), m) == 1);    // 12 ms
+  CHECK(gaps.observe(delta_at(t0 + milliseconds(42), {1, 1}), m) == 1); // n=2: one step, one gap of 30 ms
+  CHECK(gaps.observe(delta_at(t0 + milliseconds(50), {}), m) == 0);     // no new tokens (a finish delta)
+  CHECK(gaps.observe(delta_at(t0 + milliseconds(122), {2, 1}), m) == 2); // two tokens in 80 ms: 2 x 40 ms
+  CHECK(gaps.observe(delta_at(RequestTimes::TimePoint{}, {1}), m) == 0); // untimed: ignored
+  const Histogram& itl = m.snapshot().itl;
+  CHECK(itl.count() == 4);
+  CHECK(itl.sum() == Approx(0.012 + 0.030 + 0.040 + 0.040));
+  // Buckets (le): 0.015 holds the 12 ms gap, 0.03 the 30 ms one, 0.04 the two 40 ms ones.
+  const auto bucket = [&](double le) {
+    const auto& b = itl.bounds();
+    return itl.counts()[static_cast<std::size_t>(std::find(b.begin(), b.end(), le) - b.begin())];
+  };
+  CHECK(bucket(0.015) == 1);
+  CHECK(bucket(0.03) == 1);
+  CHECK(bucket(0.04) == 2);
+  // A second request starts its own clock.
+  TokenGapTracker other;
+  CHECK(other.observe(delta_at(t0 + milliseconds(500), {1}), m) == 0);
+  CHECK(m.snapshot().itl.count() == 4);
+}
+
+TEST_CASE("server-wide HTTP responses by status, without a model label") {
+  HttpMetrics http;
+  http.count(400);
+  http.count(401);
+  http.count(400);
+  http.count(499);
+  const std::string text = render_prometheus({}, http.snapshot());
+  CHECK(text.find("# TYPE llaisys_http_requests_total counter\n") != std::string::npos);
+  CHECK(text.find("llaisys_http_requests_total{status=\"400\"} 2\n") != std::string::npos);
+  CHECK(text.find("llaisys_http_requests_total{status=\"401\"} 1\n") != std::string::npos);
+  CHECK(text.find("llaisys_http_requests_total{status=\"499\"} 1\n") != std::string::npos);
+  CHECK(text.find("llaisys_http_requests_total{status=\"200\"}") == std::string::npos);
+}
+
 TEST_CASE("log lines escape control characters and redact secrets") {
   CHECK(escape_for_log("a\nb\x01\"c\\") == "a\\nb\\x01\\\"c\\\\");
   CHECK(escape_for_log(std::string(500, 'x'), 10).size() == 13);
@@ -183,6 +243,9 @@ threads = 3
 api_key = "k"
 cors_origin = ["https://a.example", "https://b.example"]
 max_context = 512
+write_timeout_ms = 2500
+max_stream_backlog_bytes = 65536
+socket_send_buffer_bytes = 32768
 
 [[model]]
 name = "one"
@@ -201,6 +264,9 @@ path = "/models/two/"
   CHECK(config.api_keys == std::vector<std::string>{"k"});
   CHECK(config.cors_origins.size() == 2);
   CHECK(config.engine.max_context == 512);
+  CHECK(config.write_timeout_ms == 2500);
+  CHECK(config.max_stream_backlog_bytes == 65536);
+  CHECK(config.socket_send_buffer_bytes == 32768);
   REQUIRE(apply_toml_models(text, "t.toml", config).ok());
   REQUIRE(config.models.size() == 2);
   CHECK(config.models[0].name == "one");
@@ -224,16 +290,19 @@ path = "/models/two/"
 TEST_CASE("command-line flags override the config file") {
   llaisys::test::TempDir dir;
   const auto file = dir.path() / "llaisys.toml";
-  std::ofstream(file) << "[server]\nport = 9000\nthreads = 3\n[[model]]\nname = \"m\"\npath = \"/x\"\n";
+  std::ofstream(file) << "[server]\nport = 9000\nthreads = 3\nwrite_timeout_ms = 5000\n[[model]]\nname = \"m\"\npath = \"/x\"\n";
   const std::string file_arg = file.string();
   std::vector<std::string> args = {"llaisys-server", "--config", file_arg, "--port", "9100", "--model", "b=/y",
-                                   "--max-running-requests", "5", "--max-queued-requests", "7"};
+                                   "--max-running-requests", "5", "--max-queued-requests", "7",
+                                   "--write-timeout-ms", "750"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   ServerConfig config;
   REQUIRE_FALSE(parse_command_line(static_cast<int>(argv.size()), argv.data(), config).has_value());
   CHECK(config.port == 9100);
   CHECK(config.threads == 3);
+  CHECK(config.write_timeout_ms == 750);
+  CHECK(config.max_stream_backlog_bytes == 4ll << 20);  // the default
   REQUIRE(config.models.size() == 2);
   CHECK(config.models[0].name == "m");
   CHECK(config.models[1].name == "b");
