@@ -71,7 +71,7 @@ class GenerationJob final : public Job {
     log.completion_tokens = usage.completion_tokens;
     log.cached_tokens = usage.cached_tokens;
     log.finish = aborted_ && !done_ ? "client disconnected" : response_->finish_summary();
-    if (aborted_) log.finish += " (client disconnected)";
+    if (aborted_ && done_) log.finish += " (client disconnected)";
   }
 
  private:

@@ -321,7 +321,7 @@ class Session : public std::enable_shared_from_this<Session> {
     job_finished_ = true;
     log_entry_.status = status;
     job_->finish(status, log_entry_);
-    if (!slow_reader_.empty()) log_entry_.finish += " (slow reader: " + slow_reader_ + ")";
+    if (!slow_reader_.empty()) log_entry_.finish = "dropped as a slow reader: " + slow_reader_;
     write_log();
   }
 

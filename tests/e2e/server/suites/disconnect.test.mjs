@@ -3,9 +3,14 @@
 // batch, and for a non-streaming request. /metrics must show llaisys_kv_blocks_used back at its
 // baseline and llaisys_requests_running / _waiting back at 0 within a bounded poll, the generation
 // counter must stop, and afterwards requests filling the whole capacity are all served.
+// Slow readers: a client that keeps its connection open but stops reading is dropped after
+// --write-timeout-ms without progress (request freed, counted 499, the server goes on), while one
+// that reads slowly but keeps reading is served to the end.
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { metrics, postJson, sleep, slow, startFixture, waitForMetrics } from '../lib/harness.mjs';
 
@@ -14,12 +19,20 @@ const PREFILL_US_PER_TOKEN = 1000;
 const RUNNING = 2;
 const QUEUED = 2;
 const L = { model: 'slow' };
+const F = { model: 'firehose' };  // a fast mock for the slow-reader tests
+// A short write deadline; a 16 KiB SO_SNDBUF keeps the kernel's share of a stalled stream small
+// (autotuning would buffer megabytes on loopback before a write stops making progress).
+const WRITE_TIMEOUT_MS = 1500 * slow;
 let fx;
 
 before(async () => {
   fx = await startFixture('disconnect', {
-    args: ['--max-running-requests', String(RUNNING), '--max-queued-requests', String(QUEUED)],
-    extraMocks: { slow: { mock: { delay_ms_per_step: STEP_MS, delay_us_per_token: PREFILL_US_PER_TOKEN, eos_period: 0 }, maxContext: 4096 } },
+    args: ['--max-running-requests', String(RUNNING), '--max-queued-requests', String(QUEUED),
+      '--write-timeout-ms', String(WRITE_TIMEOUT_MS), '--socket-send-buffer-bytes', '16384'],
+    extraMocks: {
+      slow: { mock: { delay_ms_per_step: STEP_MS, delay_us_per_token: PREFILL_US_PER_TOKEN, eos_period: 0 }, maxContext: 4096 },
+      firehose: { mock: { delay_ms_per_step: 2, eos_period: 0 }, maxContext: 4096 },
+    },
   });
 });
 
@@ -55,18 +68,18 @@ async function until(predicate, what, timeoutMs = 20000 * slow) {
   }
 }
 
-const gauges = (m) => ({
-  blocks: m.get('llaisys_kv_blocks_used', L),
-  running: m.get('llaisys_requests_running', L),
-  waiting: m.get('llaisys_requests_waiting', L),
-  generated: m.get('llaisys_generation_tokens_total', L),
+const gauges = (m, labels = L) => ({
+  blocks: m.get('llaisys_kv_blocks_used', labels),
+  running: m.get('llaisys_requests_running', labels),
+  waiting: m.get('llaisys_requests_waiting', labels),
+  generated: m.get('llaisys_generation_tokens_total', labels),
 });
 
-async function idleBaseline() {
-  const m = await waitForMetrics(fx.server, (x) => x.get('llaisys_requests_running', L) === 0 && x.get('llaisys_requests_waiting', L) === 0,
+async function idleBaseline(labels = L) {
+  const m = await waitForMetrics(fx.server, (x) => x.get('llaisys_requests_running', labels) === 0 && x.get('llaisys_requests_waiting', labels) === 0,
     { timeoutMs: 30000 * slow, what: 'an idle server' });
-  const g = gauges(m);
-  for (const [key, value] of Object.entries(g)) assert.equal(typeof value, 'number', `/metrics has no ${key} series for model="slow"`);
+  const g = gauges(m, labels);
+  for (const [key, value] of Object.entries(g)) assert.equal(typeof value, 'number', `/metrics has no ${key} series for model="${labels.model}"`);
   return g;
 }
 
@@ -152,4 +165,117 @@ test('afterwards, requests filling the whole capacity (running + queued) are all
     assert.equal(res.json.usage.completion_tokens, 6);
   }
   await assertFreed(baseline, BOUND_MS, 'after the capacity run');
+});
+
+// ---- slow readers
+
+// A streaming request on a raw socket. socket.pause() stops reading from the kernel: the receive
+// buffer fills, then the server's send buffer, then the server's writes make no progress.
+function rawStream(body) {
+  const payload = JSON.stringify(body);
+  const socket = net.connect(fx.server.port, '127.0.0.1');
+  const state = { bytes: 0, events: 0, closed: false, tail: '', text: '' };
+  socket.on('data', (d) => {
+    const t = d.toString('latin1');
+    state.bytes += d.length;
+    state.text += t;
+    const joined = state.tail + t;
+    state.events += (joined.match(/data: /g) || []).length - (state.tail.match(/data: /g) || []).length;
+    state.tail = joined.slice(-16);
+  });
+  socket.on('close', () => { state.closed = true; });
+  socket.on('error', () => {});
+  socket.write(`POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+  return { socket, state };
+}
+
+const requestsWith = (m, labels, status) => m.get('llaisys_requests_total', { ...labels, status }) ?? 0;
+const serverLog = () => fs.readFileSync(fx.server.logFile, 'utf8');
+// Each step of the firehose sends two choices with 20 top logprobs: about 2.5 KB of SSE a step.
+const firehose = (salt, maxTokens) => ({
+  model: 'firehose', prompt: long(16, salt), max_tokens: maxTokens, temperature: 0, stream: true, logprobs: 20, n: 2,
+  stream_options: { include_usage: true },
+});
+
+test('a streaming client that stops reading is dropped after --write-timeout-ms without progress: freed, 499, the server goes on', async () => {
+  const baseline = await idleBaseline(F);
+  const before = await metrics(fx.server);
+  const maxTokens = 4000;  // minutes of output under ASan, seconds in a release build: it cannot finish first
+  const r = rawStream(firehose(50, maxTokens));
+  await until(() => r.state.events >= 4, 'the first chunks');
+  const during = gauges(await metrics(fx.server), F);
+  assert.equal(during.running, 2, 'both choices are running');
+  assert.ok(during.blocks > baseline.blocks, 'KV blocks in use while running');
+  r.socket.pause();
+  const pausedAt = Date.now();
+  // Filling the socket buffers (~200 KB at a few hundred KB/s) plus the deadline plus a step.
+  const bound = WRITE_TIMEOUT_MS + 5000 * slow;
+  const m = await waitForMetrics(fx.server, (x) => {
+    const g = gauges(x, F);
+    return g.running === 0 && g.waiting === 0 && g.blocks === baseline.blocks;
+  }, { timeoutMs: bound, intervalMs: 50, what: 'the stalled request freed' });
+  const freedMs = Date.now() - pausedAt;
+  assert.ok(freedMs >= WRITE_TIMEOUT_MS, `freed after ${freedMs} ms, before a write could have stalled for ${WRITE_TIMEOUT_MS} ms`);
+  assert.equal(requestsWith(m, F, '499') - requestsWith(before, F, '499'), 1, 'counted as a disconnect (499)');
+  const generated = gauges(m, F).generated - baseline.generated;
+  assert.ok(generated < 2 * maxTokens, `the request was cut short (${generated} tokens generated)`);
+  const log = serverLog();
+  assert.match(log, /slow reader dropped .*took no byte for/, 'the drop is logged with its reason');
+  assert.match(log, /status=499 .*dropped as a slow reader/, 'the request log line says why');
+  // The server closed the connection: reading again ends without [DONE].
+  r.socket.resume();
+  await until(() => r.state.closed, 'the server closing the connection', 10000 * slow);
+  assert.ok(!r.state.text.includes('data: [DONE]'), 'a dropped stream does not end normally');
+  // The server goes on: a normal request is served and no more tokens are generated for the dropped one.
+  const res = await postJson(fx.server, '/v1/completions', { model: 'firehose', prompt: long(8, 51), max_tokens: 5, temperature: 0 });
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.json.usage.completion_tokens, 5);
+  const after = gauges(await metrics(fx.server), F);
+  assert.equal(after.generated - gauges(m, F).generated, 5, 'only the new request generated tokens');
+});
+
+test('a slow client that keeps reading (pauses shorter than the write deadline) is served to the end', async () => {
+  const baseline = await idleBaseline(F);
+  const before = await metrics(fx.server);
+  // Enough output that every pause fills the socket buffers and the server's writes wait on the reader.
+  const maxTokens = slow > 1 ? 500 : 1500;
+  const r = rawStream(firehose(60, maxTokens));
+  const pauseMs = Math.round(WRITE_TIMEOUT_MS * 0.6);
+  const started = Date.now();
+  let pauses = 0;
+  while (!r.state.closed && !r.state.text.endsWith('data: [DONE]\n\n\r\n0\r\n\r\n')) {
+    if (Date.now() - started > 300000 * slow) throw new Error('the slow stream did not end');
+    r.socket.pause();
+    await sleep(pauseMs);
+    ++pauses;
+    r.socket.resume();
+    await sleep(100);
+  }
+  assert.ok(!r.state.closed, 'the server closed the connection of a client that kept reading');
+  assert.ok(r.state.text.includes('data: [DONE]'), 'the stream ended with [DONE]');
+  assert.ok(pauses >= 2, `the reader paused ${pauses} times`);
+  // Every poll's events go out as one HTTP chunk, so an event line is never split by chunk framing.
+  const usage = [...r.state.text.matchAll(/^data: (\{.*"choices":\[\].*\})$/gm)].at(-1);
+  assert.ok(usage, 'the include_usage chunk arrived');
+  assert.equal(JSON.parse(usage[1]).usage.completion_tokens, 2 * maxTokens);
+  assert.ok(r.state.bytes > 1_000_000, `${r.state.bytes} bytes: more than the socket buffers hold`);
+  r.socket.destroy();
+  const m = await waitForMetrics(fx.server, (x) => requestsWith(x, F, '200') > requestsWith(before, F, '200'),
+    { timeoutMs: 5000 * slow, what: 'the slow stream counted' });
+  assert.equal(requestsWith(m, F, '499'), requestsWith(before, F, '499'), 'not counted as a disconnect');
+  assert.equal(gauges(m, F).blocks, baseline.blocks);
+});
+
+test('inter-token latency has one observation per token gap; refused requests count in llaisys_http_requests_total', async () => {
+  const before = await metrics(fx.server);
+  const itl = (m) => m.get('llaisys_inter_token_latency_seconds_count', F);
+  const http400 = (m) => m.get('llaisys_http_requests_total', { status: '400' }) ?? 0;
+  const res = await postJson(fx.server, '/v1/completions', { model: 'firehose', prompt: long(8, 70), max_tokens: 7, temperature: 0 });
+  assert.equal(res.status, 200, res.text);
+  const bad = await postJson(fx.server, '/v1/chat/completions', '{"model": "firehose", "messages": [');
+  assert.equal(bad.status, 400);
+  const m = await metrics(fx.server);
+  assert.equal(itl(m) - itl(before), 6, '7 tokens: one observation per gap after the first token');
+  assert.equal(http400(m) - http400(before), 1, 'the malformed request counted server-wide');
 });
