@@ -277,6 +277,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (job_ && job_->done()) {  // nothing more comes from the engine: count it now
       finish_job(499);
       job_.reset();
+      response_complete_ = false;  // counted: the aborted write's handler must not count it again
     }
   }
 
@@ -295,6 +296,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (job_ && job_->done()) {  // already generated, not delivered: a disconnect
         finish_job(499);
         job_.reset();
+        response_complete_ = false;
       } else if (!job_ && response_complete_) {  // a complete reply the client did not take
         response_complete_ = false;
         log_entry_.finish = fmt::format("{} not delivered: {}", log_entry_.status,

@@ -239,7 +239,7 @@ test('a slow client that keeps reading (pauses shorter than the write deadline) 
   const baseline = await idleBaseline(F);
   const before = await metrics(fx.server);
   // Enough output that every pause fills the socket buffers and the server's writes wait on the reader.
-  const maxTokens = slow > 1 ? 500 : 1500;
+  const maxTokens = slow > 1 ? 800 : 1500;  // about 1.8 KB of SSE per token
   const r = rawStream(firehose(60, maxTokens));
   const pauseMs = Math.round(WRITE_TIMEOUT_MS * 0.6);
   const started = Date.now();
@@ -259,7 +259,7 @@ test('a slow client that keeps reading (pauses shorter than the write deadline) 
   const usage = [...r.state.text.matchAll(/^data: (\{.*"choices":\[\].*\})$/gm)].at(-1);
   assert.ok(usage, 'the include_usage chunk arrived');
   assert.equal(JSON.parse(usage[1]).usage.completion_tokens, 2 * maxTokens);
-  assert.ok(r.state.bytes > 1_000_000, `${r.state.bytes} bytes: more than the socket buffers hold`);
+  assert.ok(r.state.bytes > 600_000, `${r.state.bytes} bytes: several times what the socket buffers hold (~200 KB)`);
   r.socket.destroy();
   const m = await waitForMetrics(fx.server, (x) => requestsWith(x, F, '200') > requestsWith(before, F, '200'),
     { timeoutMs: 5000 * slow, what: 'the slow stream counted' });
