@@ -35,10 +35,11 @@ class Session : public std::enable_shared_from_this<Session> {
         write_deadline_(socket_.get_executor()), app_(app), config_(config), open_connections_(std::move(open_connections)) {}
 
   ~Session() {
-    if (job_) {  // the connection died with a request in flight (its stream aborts as the job drops)
+    if (job_ && !recorded_) {  // the connection died with a request in flight
       if (!job_->done()) job_->abort();
-      finish_job(499);
+      record(499);
     }
+    if (recorded_) write_log(DeliveryFailure::connection_gone);
     open_connections_->fetch_sub(1);
   }
 
@@ -46,7 +47,8 @@ class Session : public std::enable_shared_from_this<Session> {
     net::dispatch(socket_.get_executor(), [self = shared_from_this(), over_capacity] {
       if (over_capacity) {
         self->keep_alive_ = false;
-        self->log_entry_ = {.status = 503, .finish = "over --max-connections"};
+        self->begin_request({.status = 503, .finish = "over --max-connections"});
+        self->record(503);
         ApiError e = unavailable_error("the server has too many open connections; retry later");
         self->send_simple(503, "application/json", error_body(e), {{"Retry-After", "1"}}, false);
       } else {
@@ -171,7 +173,8 @@ class Session : public std::enable_shared_from_this<Session> {
                  "Access-Control-Allow-Headers: Authorization, Content-Type, x-api-key\r\n"
                  "Access-Control-Max-Age: 600\r\n";
       }
-      log_entry_ = {.method = method_, .target = target_, .status = 204};
+      begin_request({.method = method_, .target = target_});
+      record(204);
       return send_raw(status_line(204) + extra + connection_header() + "\r\n", true);
     }
     const HttpRequestView view{.method = req.method_string(),
@@ -187,11 +190,11 @@ class Session : public std::enable_shared_from_this<Session> {
       });
     };
     Reply reply = app_.handle(view, notify);
-    log_entry_ = {.id = reply.id, .method = method_, .target = target_, .model = reply.model};
+    begin_request({.id = reply.id, .method = method_, .target = target_, .model = reply.model});
     if (!reply.job) {
       app_.count(reply);
-      log_entry_.status = reply.status;
       if (reply.status >= 400) log_entry_.finish = reply.body.substr(0, 300);
+      record(reply.status);
       return send_simple(reply.status, reply.content_type, std::move(reply.body), reply.headers, keep_alive_);
     }
     start_job(std::move(reply.job));
@@ -215,8 +218,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Answers a request that cannot be read to the end and closes the connection.
   void fail_request(int status, std::string message) {
     ApiError e{.status = status, .message = std::move(message), .type = "invalid_request_error"};
-    log_entry_ = {.method = parser_ ? std::string(parser_->get().method_string()) : "", .status = status,
-                  .finish = e.message};
+    begin_request({.method = parser_ ? std::string(parser_->get().method_string()) : "", .finish = e.message});
+    record(status);
     send_simple(status, "application/json", error_body(e), {}, false);
   }
 
@@ -274,11 +277,11 @@ class Session : public std::enable_shared_from_this<Session> {
     peer_gone_ = true;
     closed_ = true;
     close();  // cancels the write and the watch read; their handlers find closed_ set
-    if (job_ && job_->done()) {  // nothing more comes from the engine: count it now
-      finish_job(499);
+    if (recorded_) {  // the response was complete (counted when it finished), not delivered
+      write_log(DeliveryFailure::slow_reader);
       job_.reset();
-      response_complete_ = false;  // counted: the aborted write's handler must not count it again
-    }
+      response_complete_ = false;
+    }  // otherwise the engine's final output follows within a step; on_notify counts it as 499
   }
 
   void on_write(beast::error_code ec) {
@@ -293,16 +296,10 @@ class Session : public std::enable_shared_from_this<Session> {
       peer_gone_ = true;
       closed_ = true;
       close();
-      if (job_ && job_->done()) {  // already generated, not delivered: a disconnect
-        finish_job(499);
+      if (recorded_) {  // a complete response the client did not take
+        write_log(slow_reader_.empty() ? DeliveryFailure::connection_gone : DeliveryFailure::slow_reader);
         job_.reset();
         response_complete_ = false;
-      } else if (!job_ && response_complete_) {  // a complete reply the client did not take
-        response_complete_ = false;
-        log_entry_.finish = fmt::format("{} not delivered: {}", log_entry_.status,
-                                        slow_reader_.empty() ? ec.message() : "slow reader: " + slow_reader_);
-        log_entry_.status = 499;
-        write_log();
       }
       return;
     }
@@ -310,30 +307,45 @@ class Session : public std::enable_shared_from_this<Session> {
     if (response_complete_) after_response();
   }
 
-  void write_log() {
-    app_.count_http(log_entry_.status);
+  // A new request on this connection: its log fields; it is neither counted nor logged yet.
+  void begin_request(RequestLogEntry entry) {
+    log_entry_ = std::move(entry);
+    recorded_ = false;
+    logged_ = false;
+    slow_reader_.clear();
+  }
+
+  // Once per request, as soon as its status is final and before the response goes out (so that
+  // /metrics shows it by the time the client has read it): llaisys_http_requests_total and, for a
+  // job, its model's metrics and log fields. 499: the client went away (or stopped reading) before
+  // the request finished.
+  void record(int status) {
+    if (recorded_) return;
+    recorded_ = true;
+    log_entry_.status = status;
+    app_.count_http(status);
+    if (job_) job_->finish(status, log_entry_);
+    if (!slow_reader_.empty()) log_entry_.finish = "dropped as a slow reader: " + slow_reader_;
+  }
+
+  enum class DeliveryFailure { none, connection_gone, slow_reader };
+
+  // Once per request, when its response was delivered or could not be: the log line (a finished
+  // response that did not reach the client says so; it is counted as it finished).
+  void write_log(DeliveryFailure failure = DeliveryFailure::none) {
+    if (logged_) return;
+    logged_ = true;
+    if (failure != DeliveryFailure::none && log_entry_.status != 499) {
+      log_entry_.finish += failure == DeliveryFailure::slow_reader ? " (not delivered: slow reader: " + slow_reader_ + ")"
+                                                                   : std::string(" (not delivered: connection gone)");
+    }
     log_entry_.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
     log::info("{}", format_log_line(log_entry_));
   }
 
-  // Once per job: its metrics (under `status`) and the log line. A response counts as delivered
-  // (200) only once its last byte was written.
-  void finish_job(int status) {
-    if (!job_ || job_finished_) return;
-    job_finished_ = true;
-    log_entry_.status = status;
-    job_->finish(status, log_entry_);
-    if (!slow_reader_.empty()) log_entry_.finish = "dropped as a slow reader: " + slow_reader_;
-    write_log();
-  }
-
   void after_response() {
     disarm();
-    if (job_) {
-      finish_job(final_status_);
-    } else {
-      write_log();
-    }
+    write_log();
     keepalive_.cancel();
     job_.reset();
     response_complete_ = false;
@@ -351,8 +363,6 @@ class Session : public std::enable_shared_from_this<Session> {
   void start_job(std::unique_ptr<Job> job) {
     disarm();
     job_ = std::move(job);
-    job_finished_ = false;
-    slow_reader_.clear();
     streaming_ = job_->streaming();
     watch();
     if (streaming_) {
@@ -381,9 +391,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (job_->done()) {
       if (streaming_) pending_ += kLastChunk;
       // 499: the client closed the connection (as nginx logs it)
-      final_status_ = peer_gone_ ? 499 : streaming_ ? 200 : job_->status();
+      record(peer_gone_ ? 499 : streaming_ ? 200 : job_->status());
       if (peer_gone_) {
-        finish_job(499);
+        write_log();
         job_.reset();
         closed_ = true;
         return close();
@@ -477,8 +487,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool next_after_watch_ = false;
   bool peer_gone_ = false;
   bool closed_ = false;
-  bool job_finished_ = false;
-  int final_status_ = 200;
+  bool recorded_ = false;  // the current request is counted (record)
+  bool logged_ = false;    // ... and its log line written (write_log)
   uint64_t write_generation_ = 0;
   std::size_t written_ = 0;  // bytes of in_flight_ already written
   std::string slow_reader_;  // why the connection was dropped as a slow reader (for the log line)
