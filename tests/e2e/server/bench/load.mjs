@@ -86,14 +86,16 @@ function percentile(values, p) {
 
 async function streamOne(client, request) {
   const sent = performance.now();
-  const stream = await client.completions.create({ model: 'bench', ...request, stream: true, stream_options: { include_usage: true } });
+  // logprobs: 0 makes every token visible as it is sampled: the random-weight shapes often generate
+  // ids that decode to no text (held-back partial UTF-8, special tokens), and empty deltas are not sent.
+  const stream = await client.completions.create({ model: 'bench', ...request, logprobs: 0, stream: true, stream_options: { include_usage: true } });
   let first;
   let last;
   const gaps = [];
   let tokens = 0;
   for await (const chunk of stream) {
     if (chunk.usage) tokens = chunk.usage.completion_tokens;
-    if (!chunk.choices.some((c) => c.text)) continue;
+    if (!chunk.choices.some((c) => c.text || c.logprobs?.tokens?.length)) continue;
     const now = performance.now();
     if (first === undefined) first = now; else gaps.push(now - last);
     last = now;
