@@ -46,45 +46,26 @@ TEST_CASE("cuda qwen2: teacher-forced top-5 logits match llama.cpp within 0.05 +
   float max_error = 0;
   std::size_t checked = 0, top1_checked = 0;
   std::vector<std::string> failures;
-  for (const ReferenceCase& c : reference_cases()) {
-    std::vector<TokenId> tokens = c.prompt_ids;
-    tokens.insert(tokens.end(), c.greedy_tokens.begin(), c.greedy_tokens.end() - 1);
-    const auto num_tokens = static_cast<int32_t>(tokens.size());
-    const std::vector<BlockId> table = block_range(0, (num_tokens + 15) / 16);
-    const auto prompt_len = static_cast<int32_t>(c.prompt_ids.size());
-    for (int32_t start = 0; start < num_tokens; start += kChunk) {
-      const int32_t end = std::min(num_tokens, start + kChunk);
-      const auto rows = run_batch(model, {{.tokens = std::vector<TokenId>(tokens.begin() + start, tokens.begin() + end),
-                                           .start = start,
-                                           .table = table,
-                                           .all_outputs = true}});
-      for (int32_t p = start; p < end; ++p) {
-        const std::vector<float>& logits = rows[static_cast<std::size_t>(p - start)];
-        std::vector<const Top5*> references;
-        if (p < prompt_len) references.push_back(&c.prompt_top5[static_cast<std::size_t>(p)]);
-        if (p >= prompt_len - 1) references.push_back(&c.greedy_top5[static_cast<std::size_t>(p - (prompt_len - 1))]);
-        for (const Top5* reference : references) {
-          ++checked;
-          for (const auto& [id, ref] : *reference) {
-            const float error = std::fabs(logits[static_cast<std::size_t>(id)] - ref);
-            max_error = std::max(max_error, error);
-            if (!(error <= bound(ref))) {
-              failures.push_back(fmt::format("{} position {} token {}: {} vs {}", c.name, p, id,
-                                             logits[static_cast<std::size_t>(id)], ref));
-            }
-          }
-          if (clear_top1(*reference)) {
-            ++top1_checked;
-            const TokenId ours = top_k(logits, 1).front().first;
-            if (ours != (*reference)[0].first) {
-              failures.push_back(fmt::format("{} position {}: top-1 {} where the reference has {}", c.name, p, ours,
-                                             (*reference)[0].first));
-            }
-          }
-        }
+  for_each_teacher_forced_row(model, kChunk, [&](const ReferenceCase& c, int32_t p, const std::vector<float>& logits,
+                                                 const Top5& reference) {
+    ++checked;
+    for (const auto& [id, ref] : reference) {
+      const float error = std::fabs(logits[static_cast<std::size_t>(id)] - ref);
+      max_error = std::max(max_error, error);
+      if (!(error <= bound(ref))) {
+        failures.push_back(fmt::format("{} position {} token {}: {} vs {}", c.name, p, id,
+                                       logits[static_cast<std::size_t>(id)], ref));
       }
     }
-  }
+    if (clear_top1(reference)) {
+      ++top1_checked;
+      const TokenId ours = top_k(logits, 1).front().first;
+      if (ours != reference[0].first) {
+        failures.push_back(fmt::format("{} position {}: top-1 {} where the reference has {}", c.name, p, ours,
+                                       reference[0].first));
+      }
+    }
+  });
   fmt::print("cuda qwen2 parity (kv {}): {} positions, {} top-1 checks, max |logit - reference| = {:.3g}, {} failing\n",
              kv_dtype, checked, top1_checked, max_error, failures.size());
   INFO(fmt::format("{} failures, first: {}", failures.size(), failures.empty() ? "" : failures.front()));

@@ -90,4 +90,26 @@ std::string compare_top5(const std::vector<float>& logits, const Top5& reference
   return problems;
 }
 
+void for_each_teacher_forced_row(AnyModel& model, int32_t chunk, const TeacherForcedCheck& check) {
+  for (const ReferenceCase& c : reference_cases()) {
+    std::vector<TokenId> tokens = c.prompt_ids;
+    tokens.insert(tokens.end(), c.greedy_tokens.begin(), c.greedy_tokens.end() - 1);
+    const auto num_tokens = static_cast<int32_t>(tokens.size());
+    const std::vector<BlockId> table = block_range(0, (num_tokens + 15) / 16);
+    const auto prompt_len = static_cast<int32_t>(c.prompt_ids.size());
+    for (int32_t start = 0; start < num_tokens; start += chunk) {
+      const int32_t end = std::min(num_tokens, start + chunk);
+      const auto rows = run_batch(model, {{.tokens = std::vector<TokenId>(tokens.begin() + start, tokens.begin() + end),
+                                           .start = start,
+                                           .table = table,
+                                           .all_outputs = true}});
+      for (int32_t p = start; p < end; ++p) {
+        const std::vector<float>& logits = rows[static_cast<std::size_t>(p - start)];
+        if (p < prompt_len) check(c, p, logits, c.prompt_top5[static_cast<std::size_t>(p)]);
+        if (p >= prompt_len - 1) check(c, p, logits, c.greedy_top5[static_cast<std::size_t>(p - (prompt_len - 1))]);
+      }
+    }
+  }
+}
+
 }  // namespace llaisys::test

@@ -23,32 +23,12 @@ TEST_CASE("qwen2 teacher-forced top-5 logits match llama.cpp within 2e-3 at ever
   float max_error = 0;
   std::size_t positions_checked = 0;
   std::vector<std::string> failures;
-  for (const ReferenceCase& c : reference_cases()) {
-    // The prompt, then the reference's greedy tokens (the last one is never fed).
-    std::vector<TokenId> tokens = c.prompt_ids;
-    tokens.insert(tokens.end(), c.greedy_tokens.begin(), c.greedy_tokens.end() - 1);
-    const auto num_tokens = static_cast<int32_t>(tokens.size());
-    const std::vector<BlockId> table = block_range(0, (num_tokens + 15) / 16);
-    const auto prompt_len = static_cast<int32_t>(c.prompt_ids.size());
-    for (int32_t start = 0; start < num_tokens; start += kChunk) {
-      const int32_t end = std::min(num_tokens, start + kChunk);
-      const auto rows = run_batch(model, {{.tokens = std::vector<TokenId>(tokens.begin() + start, tokens.begin() + end),
-                                           .start = start,
-                                           .table = table,
-                                           .all_outputs = true}});
-      for (int32_t p = start; p < end; ++p) {
-        const std::vector<float>& logits = rows[static_cast<std::size_t>(p - start)];
-        std::vector<const Top5*> references;
-        if (p < prompt_len) references.push_back(&c.prompt_top5[static_cast<std::size_t>(p)]);
-        if (p >= prompt_len - 1) references.push_back(&c.greedy_top5[static_cast<std::size_t>(p - (prompt_len - 1))]);
-        for (const Top5* reference : references) {
-          const std::string problem = compare_top5(logits, *reference, kTolerance, max_error);
-          ++positions_checked;
-          if (!problem.empty()) failures.push_back(fmt::format("{} position {}:{}", c.name, p, problem));
-        }
-      }
-    }
-  }
+  for_each_teacher_forced_row(model, kChunk, [&](const ReferenceCase& c, int32_t p, const std::vector<float>& logits,
+                                                 const Top5& reference) {
+    const std::string problem = compare_top5(logits, reference, kTolerance, max_error);
+    ++positions_checked;
+    if (!problem.empty()) failures.push_back(fmt::format("{} position {}:{}", c.name, p, problem));
+  });
   fmt::print("qwen2 parity: {} positions checked, max |logit - reference| = {:.3g}, {} failing\n",
              positions_checked, max_error, failures.size());
   INFO(fmt::format("{} failing positions, first: {}", failures.size(), failures.empty() ? "" : failures.front()));
