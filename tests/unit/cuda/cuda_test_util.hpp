@@ -14,16 +14,11 @@
 #include "cuda/cublaslt.hpp"
 #include "cuda/device_memory.hpp"
 #include "llaisys/core/dtype.hpp"
+#include "kernel_test_util.hpp"  // tests/unit/kernels
 
 namespace llaisys::cuda_test {
 
-inline std::vector<float> random_floats(std::size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using test::random_floats;  // kernels/kernel_test_util.hpp: the CPU kernel tests' generator
 
 inline std::vector<bf16_t> to_bf16(const std::vector<float>& v) {
   std::vector<bf16_t> out(v.size());
