@@ -79,6 +79,13 @@ ModelEntry* resolve_model(const ModelRouter& router, const json::object& body, R
   return model;
 }
 
+// A /tokenize or /detokenize answer: the JSON body, or the error, attributed to `model`.
+Reply model_reply(const ModelEntry& model, const Result<json::object>& body) {
+  Reply r = body.ok() ? json_reply(200, json::serialize(*body)) : error_reply(from_parse_status(body.status()));
+  r.model = model.spec.name;
+  return r;
+}
+
 Reply submit_error(const Status& status, const std::string& model) {
   Reply r;
   if (status.code() == ErrorCode::invalid_argument) {
@@ -268,15 +275,11 @@ Reply ServerApp::tokenize(const HttpRequestView& request) {
   Reply error;
   ModelEntry* model = resolve_model(router_, *body, error);
   if (model == nullptr) return error;
-  Reply r;
-  r.model = model->spec.name;
   const json::value* prompt = body->if_contains("prompt");
   const json::value* messages = body->if_contains("messages");
   const json::value* add = body->if_contains("add_special_tokens");
   if (add != nullptr && !add->is_bool() && !add->is_null()) {
-    r = error_reply(invalid_request("'add_special_tokens' must be true or false", "add_special_tokens"));
-    r.model = model->spec.name;
-    return r;
+    return model_reply(*model, Status(ErrorCode::invalid_argument, "'add_special_tokens' must be true or false"));
   }
   Result<std::vector<TokenId>> ids = Status(ErrorCode::invalid_argument, "give 'prompt' (a string) or 'messages'");
   if (!model->tokenizer) {
@@ -298,17 +301,12 @@ Reply ServerApp::tokenize(const HttpRequestView& request) {
       if (empty.ok()) ids->insert(ids->begin(), empty->begin(), empty->end());
     }
   }
-  if (!ids.ok()) {
-    r = error_reply(from_parse_status(ids.status()));
-    r.model = model->spec.name;
-    return r;
-  }
+  if (!ids.ok()) return model_reply(*model, ids.status());
   json::array tokens;
   for (TokenId id : *ids) tokens.push_back(id);
-  r.body = json::serialize(json::object{{"tokens", std::move(tokens)},
-                                        {"count", static_cast<int64_t>(ids->size())},
-                                        {"max_model_len", model->text.max_model_len}});
-  return r;
+  return model_reply(*model, json::object{{"tokens", std::move(tokens)},
+                                          {"count", static_cast<int64_t>(ids->size())},
+                                          {"max_model_len", model->text.max_model_len}});
 }
 
 Reply ServerApp::detokenize(const HttpRequestView& request) {
@@ -317,8 +315,6 @@ Reply ServerApp::detokenize(const HttpRequestView& request) {
   Reply error;
   ModelEntry* model = resolve_model(router_, *body, error);
   if (model == nullptr) return error;
-  Reply r;
-  r.model = model->spec.name;
   Result<std::string> text = Status(ErrorCode::invalid_argument, "this model has no tokenizer");
   const json::value* tokens = body->if_contains("tokens");
   if (tokens == nullptr) {
@@ -331,13 +327,8 @@ Reply ServerApp::detokenize(const HttpRequestView& request) {
       text = ids.ok() ? model->tokenizer->decode(*ids, false) : Result<std::string>(ids.status());
     }
   }
-  if (!text.ok()) {
-    r = error_reply(from_parse_status(text.status()));
-    r.model = model->spec.name;
-    return r;
-  }
-  r.body = json::serialize(json::object{{"prompt", sanitize_utf8(*text)}});
-  return r;
+  if (!text.ok()) return model_reply(*model, text.status());
+  return model_reply(*model, json::object{{"prompt", sanitize_utf8(*text)}});
 }
 
 Reply ServerApp::models(std::string_view id) const {
