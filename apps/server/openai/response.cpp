@@ -166,16 +166,12 @@ std::string GenerationResponse::stream_events(const RequestOutput& output) {
   std::string events;
   usage_ = output.usage;
   for (const ChoiceDelta& delta : output.choices) {
-    if (delta.index < 0 || delta.index >= static_cast<int32_t>(choices_.size())) continue;
-    Choice& choice = choices_[static_cast<std::size_t>(delta.index)];
-    if (delta.finish_reason == FinishReason::error) {
-      record_error(delta);
-      continue;
-    }
-    const ToolParseResult result = apply(choice, delta);
-    json::value logprobs = delta_logprobs(choice, delta);
-    std::optional<std::string> finish;
-    if (delta.finish_reason) finish = choice.finish_reason = finish_reason(choice, delta);
+    std::optional<TakenDelta> taken = take(delta);
+    if (!taken) continue;
+    Choice& choice = *taken->choice;
+    const ToolParseResult& result = taken->result;
+    json::value& logprobs = taken->logprobs;
+    const std::optional<std::string>& finish = taken->finish;
     const bool first = !choice.started;
     if (!first && result.content.empty() && result.calls.empty() && !finish && logprobs.is_null()) continue;
     choice.started = true;
@@ -221,17 +217,19 @@ std::string GenerationResponse::stream_events(const RequestOutput& output) {
 
 void GenerationResponse::accumulate(const RequestOutput& output) {
   usage_ = output.usage;
-  for (const ChoiceDelta& delta : output.choices) {
-    if (delta.index < 0 || delta.index >= static_cast<int32_t>(choices_.size())) continue;
-    Choice& choice = choices_[static_cast<std::size_t>(delta.index)];
-    if (delta.finish_reason == FinishReason::error) {
-      record_error(delta);
-      continue;
-    }
-    apply(choice, delta);
-    (void)delta_logprobs(choice, delta);
-    if (delta.finish_reason) choice.finish_reason = finish_reason(choice, delta);
+  for (const ChoiceDelta& delta : output.choices) (void)take(delta);
+}
+
+std::optional<GenerationResponse::TakenDelta> GenerationResponse::take(const ChoiceDelta& delta) {
+  if (delta.index < 0 || delta.index >= static_cast<int32_t>(choices_.size())) return std::nullopt;
+  Choice& choice = choices_[static_cast<std::size_t>(delta.index)];
+  if (delta.finish_reason == FinishReason::error) {
+    record_error(delta);
+    return std::nullopt;
   }
+  TakenDelta taken{.choice = &choice, .result = apply(choice, delta), .logprobs = delta_logprobs(choice, delta), .finish = {}};
+  if (delta.finish_reason) taken.finish = choice.finish_reason = finish_reason(choice, delta);
+  return taken;
 }
 
 std::string GenerationResponse::body() const {

@@ -56,6 +56,17 @@ class GenerationResponse {
     bool started = false;
   };
 
+  // One delta taken into its choice: what it added (content, completed tool calls, logprobs) and the
+  // finish reason when it is the choice's last.
+  struct TakenDelta {
+    Choice* choice;
+    ToolParseResult result;
+    boost::json::value logprobs;
+    std::optional<std::string> finish;
+  };
+  // Applies `delta` to its choice; nothing for a delta outside the choices or a failed one (recorded
+  // as the request's error).
+  std::optional<TakenDelta> take(const ChoiceDelta& delta);
   // Applies one delta to its choice: returns the new content text and the tool calls it completed.
   ToolParseResult apply(Choice& choice, const ChoiceDelta& delta);
   boost::json::value delta_logprobs(Choice& choice, const ChoiceDelta& delta);
