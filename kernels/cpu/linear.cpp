@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <vector>
 
+#include "linear_bf16.hpp"
 #include "simd.hpp"
 
 namespace llaisys::cpu {
@@ -387,13 +389,35 @@ void linear(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, 
   }
   const int64_t num_tiles = first_tile[jobs.size()];
   const int64_t work_per_tile = kTileColumns * K * M;
+
+  // The bf16 dot-product path: the activations are rounded to bf16 once, then every job reads them.
+  const bool bf16dot = ctx.matmul == MatmulPrecision::bf16 && ctx.isa == Isa::avx512 && bf16dot::supported() &&
+                       std::all_of(jobs.begin(), jobs.end(), [](const LinearJob& j) { return j.weight.dtype == DType::bf16; });
+  const uint16_t* xb = nullptr;
+  if (bf16dot) {
+    thread_local std::vector<uint16_t> panel;
+    const int64_t stride = bf16dot::padded_k(K);
+    panel.resize(static_cast<std::size_t>(M * stride));
+    // The caller's buffer (a worker's thread_local would be its own): the workers write into it.
+    uint16_t* out = panel.data();
+    // Rows in chunks: cheap next to the products, but a 2,048-token prefill chunk is worth splitting.
+    ctx.pool->parallel_for(M, 1, [&](int64_t begin, int64_t end) {
+      bf16dot::convert_rows(x, x_stride, K, begin, end, out);
+    }, K);
+    xb = out;
+  }
+
   ctx.pool->parallel_for(num_tiles, 1, [&](int64_t tile_begin, int64_t tile_end) {
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       const int64_t begin = std::max(tile_begin, first_tile[j]) - first_tile[j];
       const int64_t end = std::min(tile_end, first_tile[j + 1]) - first_tile[j];
       if (begin >= end) continue;
-      run_columns(ctx.isa, x, x_stride, M, K, jobs[j], begin * kTileColumns,
-                  std::min(end * kTileColumns, jobs[j].weight.rows));
+      const int64_t n_begin = begin * kTileColumns, n_end = std::min(end * kTileColumns, jobs[j].weight.rows);
+      if (bf16dot) {
+        bf16dot::columns(xb, M, K, jobs[j], n_begin, n_end);
+      } else {
+        run_columns(ctx.isa, x, x_stride, M, K, jobs[j], n_begin, n_end);
+      }
     }
   }, work_per_tile);
 }

@@ -8,6 +8,7 @@
 #include "cpu/attention.hpp"
 #include "cpu/embedding.hpp"
 #include "cpu/linear.hpp"
+#include "cpu/linear_bf16.hpp"
 #include "cpu/paged_kv.hpp"
 #include "cpu/rms_norm.hpp"
 #include "cpu/rope.hpp"
@@ -20,7 +21,20 @@ namespace {
 
 struct Options {
   cpu::Isa isa = cpu::detect_isa();
+  cpu::MatmulPrecision matmul = cpu::MatmulPrecision::f32;
 };
+
+Result<cpu::MatmulPrecision> parse_matmul(const json::value& v) {
+  const json::string* name = v.if_string();
+  const std::string_view text = name ? std::string_view(name->data(), name->size()) : std::string_view();
+  if (text == "f32") return cpu::MatmulPrecision::f32;
+  if (text == "bf16" || text == "auto") {
+    if (cpu::bf16dot::supported()) return cpu::MatmulPrecision::bf16;
+    if (text == "auto") return cpu::MatmulPrecision::f32;
+    return make_error(ErrorCode::unsupported, "option matmul: bf16 needs AVX512-BF16, which this CPU lacks (use f32 or auto)");
+  }
+  return make_error(ErrorCode::invalid_argument, "option matmul: expected f32, bf16 or auto, got {}", json::serialize(v));
+}
 
 Result<Options> parse_options(const std::string& text) {
   json::error_code ec;
@@ -38,6 +52,8 @@ Result<Options> parse_options(const std::string& text) {
         return make_error(ErrorCode::unsupported, "option isa: this CPU does not support {}", cpu::to_string(*isa));
       }
       options.isa = *isa;
+    } else if (key == "matmul") {
+      LLAISYS_ASSIGN_OR_RETURN(options.matmul, parse_matmul(v));
     }
     // Other keys belong to other layers (e.g. the engine); ignore them.
   }
@@ -74,17 +90,17 @@ Result<std::unique_ptr<DecoderLM>> DecoderLM::open(const ModelCreateParams& para
   auto weights = load_decoder_weights(store, config);
   if (!weights.ok()) return std::move(weights).take_status().with_context(params.model_dir.string());
   return std::make_unique<DecoderLM>(std::move(config), std::move(store), std::move(weights).value(),
-                                     params.num_threads, options.isa, variant.architecture);
+                                     params.num_threads, options.isa, options.matmul, variant.architecture);
 }
 
 DecoderLM::DecoderLM(DecoderConfig config, WeightStore store, DecoderWeights weights, int32_t num_threads,
-                     cpu::Isa isa, std::string architecture)
+                     cpu::Isa isa, cpu::MatmulPrecision matmul, std::string architecture)
     : config_(std::move(config)),
       store_(std::move(store)),
       weights_(std::move(weights)),
       rope_(make_rope_frequencies(config_.head_dim, config_.rope_theta, config_.rope_scaling)),
       pool_(num_threads),
-      ctx_{.pool = &pool_, .isa = isa} {
+      ctx_{.pool = &pool_, .isa = isa, .matmul = matmul} {
   info_ = ModelInfo{.architecture = std::move(architecture),
                     .vocab_size = config_.vocab_size,
                     .hidden_size = config_.hidden_size,
@@ -99,8 +115,11 @@ DecoderLM::DecoderLM(DecoderConfig config, WeightStore store, DecoderWeights wei
                     .kv_bytes_per_token = 2ull * static_cast<uint64_t>(config_.num_layers) *
                                           static_cast<uint64_t>(config_.num_kv_heads) *
                                           static_cast<uint64_t>(config_.head_dim) * sizeof(float)};
-  log::info("{}: {} layers, hidden {}, {} threads, isa {}, {:.1f} MB of weights per decode step",
+  // bf16 products apply where both the ISA and the weights allow them (linear_bf16.hpp).
+  const bool bf16_products = matmul == cpu::MatmulPrecision::bf16 && isa == cpu::Isa::avx512;
+  log::info("{}: {} layers, hidden {}, {} threads, isa {}, matmul {}, {:.1f} MB of weights per decode step",
             info_.architecture, config_.num_layers, config_.hidden_size, pool_.num_threads(), cpu::to_string(isa),
+            bf16_products ? "bf16 (activations rounded to bf16 for bf16 weights)" : "f32",
             static_cast<double>(info_.weight_bytes) / 1e6);
 }
 

@@ -11,8 +11,12 @@
 // Every kernel is batch invariant (kernels/cpu/*.hpp), so a token's outputs are bit-identical
 // whatever else is in the batch, and whatever the thread count.
 //
-// Create options (options_json): {"isa": "auto" | "avx512" | "avx2" | "scalar"} forces an ISA path
-// (all give the same bits; for testing and comparison).
+// Create options (options_json):
+//   "isa": "auto" | "avx512" | "avx2" | "scalar" forces an ISA path (all give the same bits; for
+//          testing and comparison).
+//   "matmul": "f32" (default: f32 activations, exact products) | "bf16" (activations rounded to bf16
+//          for the products with bf16 weights, AVX512-BF16; about 2x the arithmetic rate of prefill
+//          and batched decode, not bit-identical to f32) | "auto" (bf16 where the CPU has it).
 
 #include <memory>
 #include <span>
@@ -34,7 +38,7 @@ class DecoderLM {
   static Result<std::unique_ptr<DecoderLM>> open(const ModelCreateParams& params, const DecoderVariant& variant);
 
   DecoderLM(DecoderConfig config, WeightStore store, DecoderWeights weights, int32_t num_threads, cpu::Isa isa,
-            std::string architecture);
+            cpu::MatmulPrecision matmul, std::string architecture);
 
   const ModelInfo& info() const { return info_; }
   const DecoderConfig& config() const { return config_; }
