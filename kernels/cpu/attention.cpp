@@ -182,11 +182,34 @@ LLAISYS_TARGET_AVX512 void weighted_values_any_avx512(const PagedKvLayer& kv, co
   }
 }
 
+// Scores of 4 consecutive keys for one head: the 4 dot products (each in the canonical order, as
+// dot_avx512) reduced together, which costs a third of 4 separate reductions.
+LLAISYS_TARGET_AVX512 void dot4_avx512(const float* q, const float* const (&k)[4], int64_t n, float scale,
+                                       float* out) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 mask = simd::tail_mask(n - i);
+    const __m512 qv = _mm512_maskz_loadu_ps(mask, q + i);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) acc[c] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(mask, k[c] + i), acc[c]);
+  }
+  float sums[4];
+  simd::reduce4_lanes_avx512(acc[0], acc[1], acc[2], acc[3], sums);
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) out[c] = sums[c] * scale;
+}
+
 LLAISYS_TARGET_AVX512 void attend_avx512(const PagedKvLayer& kv, const GroupTask& task, float scale, float* scores) {
   const int64_t d = kv.head_dim;
   const int64_t stride = round_up(task.num_keys, kLanes);
-  for (int64_t j = 0; j < task.num_keys; ++j) {
-    const float* k = kv.k + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+  auto key = [&](int64_t j) { return kv.k + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size); };
+  int64_t j = 0;
+  for (; j + 4 <= task.num_keys; j += 4) {
+    const float* const keys[4] = {key(j), key(j + 1), key(j + 2), key(j + 3)};
+    for (int64_t h = 0; h < task.group; ++h) dot4_avx512(task.q + h * d, keys, d, scale, scores + h * stride + j);
+  }
+  for (; j < task.num_keys; ++j) {
+    const float* k = key(j);
     for (int64_t h = 0; h < task.group; ++h) scores[h * stride + j] = dot_avx512(task.q + h * d, k, d) * scale;
   }
   for (int64_t h = 0; h < task.group; ++h) {
