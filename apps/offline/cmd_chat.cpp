@@ -252,6 +252,7 @@ int run_chat(const CommonOptions& common, const ChatCommandOptions& options) {
   auto served = app::load_served_model(registry, {.model_dir = options.model_dir,
                                                   .device = device.value(),
                                                   .num_threads = common.num_threads,
+                                                  .plugin_options_json = common.model_options,
                                                   .chat_template_file = options.chat_template_file,
                                                   .engine = options.engine});
   if (!served.ok()) return fail(served.status());

@@ -216,6 +216,7 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
   auto served = app::load_served_model(registry, {.model_dir = options.model_dir,
                                                   .device = device.value(),
                                                   .num_threads = common.num_threads,
+                                                  .plugin_options_json = common.model_options,
                                                   .engine = options.engine});
   if (!served.ok()) return fail(served.status());
   const ModelInfo& info = served->info;

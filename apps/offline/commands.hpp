@@ -16,6 +16,7 @@ struct CommonOptions {
   std::string log_level = "warn";
   std::string device = "cpu";
   int32_t num_threads = 0;
+  std::string model_options = "{}";  // the plugin's create options (JSON), e.g. {"matmul": "bf16"}
 };
 
 // Loads the plugins of `options.plugin_dir`, logging (not failing on) broken ones.

@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
   app.add_option("--device", options.device, "cpu or cuda:N")->capture_default_str();
   app.add_option("--threads", options.num_threads, "compute threads (0: all cores)")
       ->capture_default_str();
+  app.add_option("--model-options", options.model_options,
+                 "plugin options as JSON, e.g. '{\"matmul\": \"bf16\"}' (CPU: bf16 dot products, about 2x the batch "
+                 "and prefill rate on AVX512-BF16 CPUs, not bit-identical to the default f32)")
+      ->capture_default_str();
 
   int exit_code = 0;
   add_plugins_command(app, options, exit_code);

@@ -220,6 +220,8 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
   app.add_option("--api-key", c.api_keys, "required API key (repeatable; also env LLAISYS_API_KEY)");
   app.add_option("--threads", c.threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 256));
   app.add_option("--model-threads", c.model_threads, "compute threads per model (0: all cores)")->capture_default_str();
+  app.add_option("--model-options", c.model_options,
+                 "plugin options (JSON) of the --model models, e.g. '{\"matmul\": \"bf16\"}'")->capture_default_str();
   app.add_option("--max-running-requests", c.max_running_requests, "per model: sequences in one batch")
       ->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_option("--max-queued-requests", c.max_queued_requests, "per model: admitted requests beyond the running ones")
@@ -300,6 +302,7 @@ std::optional<int> parse_command_line(int argc, char** argv, ServerConfig& confi
       return 2;
     }
     spec->engine = config.engine;
+    spec->options_json = config.model_options;
     config.models.push_back(std::move(spec).value());
   }
   if (config.models.empty()) {

@@ -34,6 +34,7 @@ struct ServerConfig {
   std::vector<std::string> api_keys;
   int32_t threads = 2;
   int32_t model_threads = 0;
+  std::string model_options = "{}";  // plugin options (JSON) of the --model models; TOML models have their own
   int32_t max_running_requests = 64;
   int32_t max_queued_requests = 256;
   int64_t max_body_bytes = 32ll << 20;
