@@ -1,10 +1,9 @@
 // `llaisys-bench model`: decode and prefill speed of a model through the whole plugin stack, judged
 // against the memory copy bandwidth measured in the same run, plus peak memory against the weights.
 //
-// Reports, in one run: copy bandwidth (bytes read + written per second), read-only bandwidth (the
-// ceiling for streaming weights), single-sequence decode tokens/s (best 32-token window, by the
-// copy reference's best-of rule, and the mean) and decode efficiency = weight bytes read per token
-// x tokens/s / copy bandwidth, prefill
+// Reports, in one run: copy bandwidth (bytes read + written per second, best of 5), single-sequence
+// decode tokens/s (best 32-token window, by the copy reference's best-of rule, and the mean) and
+// decode efficiency = weight bytes read per token x tokens/s / copy bandwidth, prefill
 // tokens/s for one long prompt, and peak RSS / weight bytes. Without --model it generates the
 // requested shape with llaisys-mkmodel's library into --cache-dir (once).
 
@@ -130,8 +129,6 @@ int run_model_bench(const ModelBenchOptions& o) {
   const std::string load_before = load_average();
   // The reference: copy bandwidth with the same number of threads, measured first.
   const double copy_bandwidth = measure_copy_bandwidth(static_cast<std::size_t>(o.copy_mib) << 20, 5, o.threads);
-  // The ceiling for a decode that only reads weights (printed beside the copy-based figure).
-  const double read_bandwidth = measure_read_bandwidth(static_cast<std::size_t>(o.copy_mib) << 20, 5, o.threads);
 
   const bool peak_reset = reset_peak_rss();
   PluginRegistry registry;
@@ -207,8 +204,6 @@ int run_model_bench(const ModelBenchOptions& o) {
              cpu::cpu_has_amx() ? "yes" : "no");
   fmt::print("copy:       {:.2f} GB/s (memcpy of {} MiB, {} threads, read + written)\n", copy_bandwidth / 1e9, o.copy_mib,
              o.threads);
-  fmt::print("read:       {:.2f} GB/s (read-only pass over {} MiB, {} threads: the ceiling for streaming weights)\n",
-             read_bandwidth / 1e9, o.copy_mib, o.threads);
   fmt::print("decode:     {:.2f} tokens/s (best {}-token window; mean {:.2f} over {} tokens after a {}-token prompt), "
              "{:.1f} MB of weights per token\n",
              decode_tps, kWindow, mean_tps, o.decode_tokens, o.decode_prompt_tokens,
@@ -216,9 +211,6 @@ int run_model_bench(const ModelBenchOptions& o) {
   fmt::print("efficiency: {:.3f} (weight bytes per token x tokens/s / copy bandwidth = {:.2f} GB/s / {:.2f} GB/s; "
              "{:.3f} with the mean)\n",
              efficiency, static_cast<double>(info.weight_bytes) * decode_tps / 1e9, copy_bandwidth / 1e9, mean_efficiency);
-  fmt::print("            the decode reads weights at {:.2f} of the read-only bandwidth; 0.9 of the copy figure would "
-             "be {:.2f} of it\n",
-             static_cast<double>(info.weight_bytes) * decode_tps / read_bandwidth, 0.9 * copy_bandwidth / read_bandwidth);
   fmt::print("prefill:    {:.1f} tokens/s ({}-token prompt in {:.3f} s)\n", prefill_tps, o.prompt_tokens,
              prefill_seconds);
   fmt::print("memory:     peak RSS {:.1f} MB = {:.3f} x the {:.1f} MB of weights{}\n", static_cast<double>(peak) / 1e6,

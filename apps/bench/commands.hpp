@@ -24,9 +24,6 @@ void add_cuda_command(CLI::App& app, int& exit_code);
 // Measures large-memcpy bandwidth in bytes (read + written) per second over `bytes`-sized buffers,
 // best of `repeats` runs, using `num_threads` threads each copying its own slice.
 double measure_copy_bandwidth(std::size_t bytes, int repeats, int num_threads);
-// Best-of-`repeats` bandwidth of a read-only pass (bytes read per second): what a decode step that
-// only streams weights can reach at most.
-double measure_read_bandwidth(std::size_t bytes, int repeats, int num_threads);
 
 // Where generated benchmark models are kept by default: $XDG_CACHE_HOME/llaisys/models, else
 // ~/.cache/llaisys/models (the same cache scripts/run.sh uses), else ./bench-models.

@@ -180,71 +180,31 @@ void columns_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, cons
   }
 }
 
-// ---- AVX-512, one row of x (decode): stream the weights once -------------------------------------
+// ---- AVX-512, one row of x (decode): stream the weights once, in address order -------------------
 //
 // Each output column is the same chain of operations as in tile_avx512 (so M = 1 gives the same bits
-// as any other M), but 8 columns advance in lockstep (8 independent FMA chains hide the FMA latency)
-// and the weight rows of the next 8 columns are prefetched while these are computed: the 8 rows are
-// contiguous, so the next group is the next 8 x K weights, fetched at the rate they are consumed.
+// as any other M). Rows are taken one after another, so a thread reads its weights as one
+// sequential stream, which the hardware prefetcher follows best; the out-of-order core overlaps
+// the next row's FMA chain with this one's. Measured against 8 rows in lockstep with software
+// prefetch (docs/BENCHMARKS.md): a decode step's GEMVs 29.5 vs 44-47 ms on 2 threads.
 
-constexpr int kGemvColumns = 8;
-
-template <DType D, int NR>
-LLAISYS_TARGET_AVX512 void gemv_group_avx512(const float* x, const std::byte* w, int64_t w_row_bytes, int64_t K,
-                                             const std::byte* prefetch, int64_t prefetch_step, const float* bias,
-                                             int64_t n, float* y, bool accumulate) {
-  __m512 acc[NR];
-#pragma GCC unroll 8
-  for (int j = 0; j < NR; ++j) acc[j] = _mm512_setzero_ps();
+template <DType D>
+LLAISYS_TARGET_AVX512 void gemv_row_avx512(const float* x, const std::byte* w, int64_t K, const float* bias, int64_t n,
+                                           float* y, bool accumulate) {
+  __m512 acc = _mm512_setzero_ps();
   int64_t k = 0;
-  for (; k + kLanes <= K; k += kLanes) {
-    for (int64_t p = 0; p < prefetch_step; p += 64) _mm_prefetch(reinterpret_cast<const char*>(prefetch + p), _MM_HINT_T0);
-    prefetch += prefetch_step;
-    const __m512 xv = _mm512_loadu_ps(x + k);
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) acc[j] = _mm512_fmadd_ps(xv, weights16_avx512<D>(w + j * w_row_bytes, k), acc[j]);
-  }
+  for (; k + kLanes <= K; k += kLanes) acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), weights16_avx512<D>(w, k), acc);
   if (k < K) {
     const __mmask16 mask = simd::tail_mask(K - k);
-    const __m512 xv = _mm512_maskz_loadu_ps(mask, x + k);
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) {
-      acc[j] = _mm512_fmadd_ps(xv, weights16_masked_avx512<D>(w + j * w_row_bytes, k, mask), acc[j]);
-    }
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, x + k), weights16_masked_avx512<D>(w, k, mask), acc);
   }
-  if constexpr (NR % 4 == 0) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; j += 4) {
-      float sums[4];
-      simd::reduce4_lanes_avx512(acc[j], acc[j + 1], acc[j + 2], acc[j + 3], sums);
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) store_output(sums[i], bias, n + j + i, y + n + j + i, accumulate);
-    }
-  } else {
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) store_output(simd::reduce_lanes_avx512(acc[j]), bias, n + j, y + n + j, accumulate);
-  }
+  store_output(simd::reduce_lanes_avx512(acc), bias, n, y + n, accumulate);
 }
 
 template <DType D>
 void gemv_avx512(const float* x, int64_t K, const LinearJob& job, int64_t n_begin, int64_t n_end) {
-  const int64_t w_row_bytes = K * static_cast<int64_t>(dtype_size(D));
-  // Bytes of the next group to prefetch per k step: the group's bytes spread over its k steps,
-  // rounded up to whole cache lines.
-  const int64_t steps = std::max<int64_t>(1, K / kLanes);
-  const int64_t group_bytes = kGemvColumns * w_row_bytes;
-  const int64_t prefetch_step = (group_bytes / steps + 63) / 64 * 64;
-  int64_t n = n_begin;
-  for (; n + kGemvColumns <= n_end; n += kGemvColumns) {
-    const std::byte* w = row_of(job.weight, n);
-    // Past the job's last row this prefetches addresses that may not be mapped: prefetches never
-    // fault, and the hint is simply dropped.
-    gemv_group_avx512<D, kGemvColumns>(x, w, w_row_bytes, K, w + group_bytes, prefetch_step, job.bias, n, job.y,
-                                       job.accumulate);
-  }
-  for (; n < n_end; ++n) {
-    gemv_group_avx512<D, 1>(x, row_of(job.weight, n), w_row_bytes, K, nullptr, 0, job.bias, n, job.y,
-                            job.accumulate);
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    gemv_row_avx512<D>(x, row_of(job.weight, n), K, job.bias, n, job.y, job.accumulate);
   }
 }
 

@@ -164,55 +164,21 @@ constexpr std::array<std::array<TileFn, kNr>, kMr> tile_table(std::integer_seque
 }
 constexpr std::array<std::array<TileFn, kNr>, kMr> kTiles = tile_table(std::make_integer_sequence<int, kMr>{});
 
-// ---- one activation row (decode): 8 weight rows stream in lockstep, the next 8 prefetched ----------
+// ---- one activation row (decode): rows one after another, one sequential stream per thread -------
+// (as linear.cpp's gemv_avx512, and measured the same way).
 
-constexpr int kGemvColumns = 8;
-
-template <int NR>
-LLAISYS_TARGET_AVX512_BF16 void gemv_group(const uint16_t* x, const uint16_t* w, int64_t K, const char* prefetch,
-                                           int64_t prefetch_step, const float* bias, int64_t n, float* y,
-                                           bool accumulate) {
-  __m512 acc[NR];
-#pragma GCC unroll 8
-  for (int j = 0; j < NR; ++j) acc[j] = _mm512_setzero_ps();
+LLAISYS_TARGET_AVX512_BF16 void gemv_row(const uint16_t* x, const uint16_t* w, int64_t K, const float* bias, int64_t n,
+                                         float* y, bool accumulate) {
+  __m512 acc = _mm512_setzero_ps();
   const int64_t full = K / kStep * kStep;
-  for (int64_t k = 0; k < full; k += kStep) {
-    for (int64_t p = 0; p < prefetch_step; p += 64) _mm_prefetch(prefetch + p, _MM_HINT_T0);
-    prefetch += prefetch_step;
-    const __m512i xv = load32(x + k);
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) acc[j] = dot_step(acc[j], xv, load32(w + j * K + k));
-  }
-  if (full < K) {
-    const __mmask32 mask = tail_mask32(K - full);
-    const __m512i xv = load32(x + full);
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) acc[j] = dot_step(acc[j], xv, load32_masked(w + j * K + full, mask));
-  }
-  if constexpr (NR % 4 == 0) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; j += 4) store4(*reinterpret_cast<const __m512(*)[4]>(acc + j), bias, n + j, y, accumulate);
-  } else {
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) store_output(simd::reduce_lanes_avx512(acc[j]), bias, n + j, y + n + j, accumulate);
-  }
+  for (int64_t k = 0; k < full; k += kStep) acc = dot_step(acc, load32(x + k), load32(w + k));
+  if (full < K) acc = dot_step(acc, load32(x + full), load32_masked(w + full, tail_mask32(K - full)));
+  store_output(simd::reduce_lanes_avx512(acc), bias, n, y + n, accumulate);
 }
 
 void gemv(const uint16_t* x, int64_t K, const LinearJob& job, int64_t n_begin, int64_t n_end) {
   const auto* weights = static_cast<const uint16_t*>(job.weight.data);
-  // The next group's bytes spread over this group's k steps, in whole cache lines.
-  const int64_t steps = std::max<int64_t>(1, K / kStep);
-  const int64_t group_bytes = kGemvColumns * K * 2;
-  const int64_t prefetch_step = (group_bytes / steps + 63) / 64 * 64;
-  int64_t n = n_begin;
-  for (; n + kGemvColumns <= n_end; n += kGemvColumns) {
-    const uint16_t* w = weights + n * K;
-    // Past the job's last row this prefetches addresses that may not be mapped: prefetches never
-    // fault, and the hint is simply dropped.
-    gemv_group<kGemvColumns>(x, w, K, reinterpret_cast<const char*>(w) + group_bytes, prefetch_step, job.bias, n,
-                             job.y, job.accumulate);
-  }
-  for (; n < n_end; ++n) gemv_group<1>(x, weights + n * K, K, nullptr, 0, job.bias, n, job.y, job.accumulate);
+  for (int64_t n = n_begin; n < n_end; ++n) gemv_row(x, weights + n * K, K, job.bias, n, job.y, job.accumulate);
 }
 
 }  // namespace
