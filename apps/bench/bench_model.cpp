@@ -1,9 +1,9 @@
 // `llaisys-bench model`: decode and prefill speed of a model through the whole plugin stack, judged
 // against the memory copy bandwidth measured in the same run, plus peak memory against the weights.
 //
-// Reports, in one run: copy bandwidth (bytes read + written per second, best of 5), single-sequence
-// decode tokens/s (best 32-token window, by the copy reference's best-of rule, and the mean) and
-// decode efficiency = weight bytes read per token x tokens/s / copy bandwidth, prefill
+// Reports, in one run: copy bandwidth (bytes read + written per second), single-sequence decode
+// tokens/s and decode efficiency = weight bytes read per token x tokens/s / copy bandwidth, taken as
+// the median of 8 rounds that each measure the copy bandwidth right before decoding, prefill
 // tokens/s for one long prompt, and peak RSS / weight bytes. Without --model it generates the
 // requested shape with llaisys-mkmodel's library into --cache-dir (once).
 
@@ -130,7 +130,6 @@ int run_model_bench(const ModelBenchOptions& o) {
   // The reference: copy bandwidth with the same number of threads, measured first.
   const double copy_bandwidth = measure_copy_bandwidth(static_cast<std::size_t>(o.copy_mib) << 20, 5, o.threads);
 
-  const bool peak_reset = reset_peak_rss();
   PluginRegistry registry;
   registry.load_directory(o.plugin_dir.empty() ? default_plugin_dir() : fs::path(o.plugin_dir));
   auto opened = registry.open_model({.model_dir = model_dir, .num_threads = o.threads, .options_json = o.options_json});
@@ -163,26 +162,37 @@ int run_model_bench(const ModelBenchOptions& o) {
 
   // Decode: a short prompt, then one token per pass, each chosen greedily.
   check(run_pass(model, std::span(prompt).first(static_cast<std::size_t>(o.decode_prompt_tokens)), 0, table, logits));
-  // Timed in windows of kWindow tokens: the efficiency uses the best window, by the same best-of rule
-  // as the copy reference (a VM's bandwidth moves from second to second); the mean is printed too.
-  constexpr int32_t kWindow = 32;
-  double best_window_tps = 0.0;
-  auto window_start = Clock::now();
-  const auto decode_start = window_start;
-  for (int32_t i = 0; i < o.decode_tokens; ++i) {
-    const TokenId next = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    const TokenId tokens[] = {next};
-    check(run_pass(model, tokens, o.decode_prompt_tokens + i, table, logits));
-    if ((i + 1) % kWindow == 0) {
-      best_window_tps = std::max(best_window_tps, kWindow / seconds_since(window_start));
-      window_start = Clock::now();
+  // Rounds: the copy reference measured right before each stretch of decoding, so that each round's
+  // ratio compares the two at the same moment (this VM's bandwidth moves by 30% from one second to
+  // the next); the efficiency is the median round's.
+  constexpr int32_t kRounds = 8;
+  const int32_t per_round = std::max(1, o.decode_tokens / kRounds);
+  const std::size_t copy_bytes = static_cast<std::size_t>(o.copy_mib) << 20;
+  std::vector<double> ratios, round_tps, round_copy;
+  double decode_seconds = 0.0;
+  int32_t decoded = 0;
+  for (int32_t round = 0; round < kRounds; ++round) {
+    round_copy.push_back(measure_copy_bandwidth(copy_bytes, 2, o.threads));
+    const auto start = Clock::now();
+    for (int32_t i = 0; i < per_round; ++i, ++decoded) {
+      const TokenId next = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      const TokenId tokens[] = {next};
+      check(run_pass(model, tokens, o.decode_prompt_tokens + decoded, table, logits));
     }
+    const double elapsed = seconds_since(start);
+    decode_seconds += elapsed;
+    round_tps.push_back(per_round / elapsed);
+    ratios.push_back(static_cast<double>(info.weight_bytes) * round_tps.back() / round_copy.back());
   }
-  const double decode_seconds = seconds_since(decode_start);
-  const double mean_tps = o.decode_tokens / decode_seconds;
-  const double decode_tps = std::max(best_window_tps, mean_tps);
-  const double efficiency = static_cast<double>(info.weight_bytes) * decode_tps / copy_bandwidth;
-  const double mean_efficiency = static_cast<double>(info.weight_bytes) * mean_tps / copy_bandwidth;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  const double mean_tps = decoded / decode_seconds;
+  const double efficiency = median(ratios);
+  const auto [min_ratio, max_ratio] = std::minmax_element(ratios.begin(), ratios.end());
+  // Peak memory from here on: the copy buffers are gone, every weight page has been touched.
+  const bool peak_reset = reset_peak_rss();
 
   // Prefill: the whole prompt in one pass, best of two.
   double prefill_seconds = 1e30;
@@ -202,15 +212,16 @@ int run_model_bench(const ModelBenchOptions& o) {
   fmt::print("cpu:        {} ({} cpus available; avx512_bf16 {}, amx {})\n", cpu_model_name(),
              std::thread::hardware_concurrency(), cpu::cpu_has_avx512_bf16() ? "yes" : "no",
              cpu::cpu_has_amx() ? "yes" : "no");
-  fmt::print("copy:       {:.2f} GB/s (memcpy of {} MiB, {} threads, read + written)\n", copy_bandwidth / 1e9, o.copy_mib,
-             o.threads);
-  fmt::print("decode:     {:.2f} tokens/s (best {}-token window; mean {:.2f} over {} tokens after a {}-token prompt), "
+  fmt::print("copy:       {:.2f} GB/s before loading (memcpy of {} MiB, {} threads, read + written, best of 5); "
+             "{:.2f} GB/s median of the rounds\n",
+             copy_bandwidth / 1e9, o.copy_mib, o.threads, median(round_copy) / 1e9);
+  fmt::print("decode:     {:.2f} tokens/s ({} tokens after a {}-token prompt, in {} rounds; rounds {:.2f}-{:.2f}), "
              "{:.1f} MB of weights per token\n",
-             decode_tps, kWindow, mean_tps, o.decode_tokens, o.decode_prompt_tokens,
-             static_cast<double>(info.weight_bytes) / 1e6);
-  fmt::print("efficiency: {:.3f} (weight bytes per token x tokens/s / copy bandwidth = {:.2f} GB/s / {:.2f} GB/s; "
-             "{:.3f} with the mean)\n",
-             efficiency, static_cast<double>(info.weight_bytes) * decode_tps / 1e9, copy_bandwidth / 1e9, mean_efficiency);
+             mean_tps, decoded, o.decode_prompt_tokens, kRounds, *std::min_element(round_tps.begin(), round_tps.end()),
+             *std::max_element(round_tps.begin(), round_tps.end()), static_cast<double>(info.weight_bytes) / 1e6);
+  fmt::print("efficiency: {:.3f} (median over the rounds of weight bytes per token x tokens/s / the copy bandwidth measured "
+             "just before; rounds {:.3f}-{:.3f})\n",
+             efficiency, *min_ratio, *max_ratio);
   fmt::print("prefill:    {:.1f} tokens/s ({}-token prompt in {:.3f} s)\n", prefill_tps, o.prompt_tokens,
              prefill_seconds);
   fmt::print("memory:     peak RSS {:.1f} MB = {:.3f} x the {:.1f} MB of weights{}\n", static_cast<double>(peak) / 1e6,
