@@ -16,13 +16,19 @@
 
 #include <fmt/format.h>
 
+#include <boost/json.hpp>
+
 #include "commands.hpp"
+#include "compute_peak.hpp"
+#include "cpu/linear_bf16.hpp"
+#include "cpu/thread_pool.hpp"
 #include "llaisys/engine/llm_engine.hpp"
 #include "llaisys/model/registry.hpp"
 #include "model_writer.hpp"
 
 namespace llaisys::bench {
 namespace fs = std::filesystem;
+namespace json = boost::json;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -139,7 +145,32 @@ class Bench {
                batch_tps, batch_wall, batch_decode_tps);
     fmt::print("  ratio: {:.2f}x aggregate (target >= 8: {}), {:.2f}x in the decode phase\n", ratio,
                ratio >= 8 ? "MET" : "MISSED", batch_decode_tps / single_decode_tps);
+    print_compute_bound(engine->model_info(), single_tps, batch_tps);
     return Status();
+  }
+
+  // What the ratio could be at most on this CPU: the batch's multiply-adds (bf16 weights: 2 bytes
+  // each; attention left out, so the bound is generous) at the vector peak measured now, against
+  // the single sequence just measured. A single sequence is memory-bound and 32 are compute-bound,
+  // so the bound is this machine's compute-to-bandwidth ratio, not the engine's.
+  void print_compute_bound(const ModelInfo& info, double single_tps, double batch_tps) const {
+    json::error_code ec;
+    const json::value options = json::parse(o_.options_json, ec);
+    const json::string* matmul = !ec && options.is_object() && options.as_object().contains("matmul")
+                                     ? options.as_object().at("matmul").if_string()
+                                     : nullptr;
+    const bool bf16 = matmul != nullptr && (*matmul == "bf16" || *matmul == "auto") && cpu::bf16dot::supported();
+    const int threads = o_.threads > 0 ? o_.threads : cpu::ThreadPool::available_cpus();
+    const double peak = measure_peak_macs(threads, bf16);
+    if (peak <= 0) return;
+    const double decode_macs = static_cast<double>(info.weight_bytes) / 2;
+    const double head_macs = static_cast<double>(info.vocab_size) * static_cast<double>(info.hidden_size);
+    const double per_sequence = o_.prompt_tokens * (decode_macs - head_macs) + head_macs + (o_.new_tokens - 1) * decode_macs;
+    const double bound_tps = peak / (per_sequence / o_.new_tokens);
+    fmt::print("  bound: at this CPU's measured peak ({:.0f} GMAC/s: {} threads of {}) the batch's multiply-adds allow at "
+               "most {:.1f} tokens/s = {:.2f}x the single sequence; the batch ran at {:.0f}% of that peak\n",
+               peak / 1e9, threads, bf16 ? "vdpbf16ps" : "f32 FMA", bound_tps, bound_tps / single_tps,
+               100.0 * batch_tps / bound_tps);
   }
 
   Status prefix() const {
