@@ -149,8 +149,9 @@ class Bench {
     return Status();
   }
 
-  // What the ratio could be at most on this CPU: the batch's multiply-adds (bf16 weights: 2 bytes
-  // each; attention left out, so the bound is generous) at the vector peak measured now, against
+  // What the ratio could be at most on this CPU: the batch's multiply-adds (counted for bf16
+  // weights, 2 bytes each, as the generated bench model has; attention left out, so the bound is
+  // generous) at the vector peak measured now, against
   // the single sequence just measured. A single sequence is memory-bound and 32 are compute-bound,
   // so the bound is this machine's compute-to-bandwidth ratio, not the engine's.
   void print_compute_bound(const ModelInfo& info, double single_tps, double batch_tps) const {
@@ -159,7 +160,12 @@ class Bench {
     const json::string* matmul = !ec && options.is_object() && options.as_object().contains("matmul")
                                      ? options.as_object().at("matmul").if_string()
                                      : nullptr;
-    const bool bf16 = matmul != nullptr && (*matmul == "bf16" || *matmul == "auto") && cpu::bf16dot::supported();
+    const json::string* isa = !ec && options.is_object() && options.as_object().contains("isa")
+                                  ? options.as_object().at("isa").if_string()
+                                  : nullptr;
+    // The plugin's rule (decoder_lm.cpp): bf16 products need the AVX-512 path and AVX512-BF16.
+    const bool bf16 = matmul != nullptr && (*matmul == "bf16" || *matmul == "auto") && cpu::bf16dot::supported() &&
+                      (isa == nullptr || *isa == "auto" || *isa == "avx512");
     const int threads = o_.threads > 0 ? o_.threads : cpu::ThreadPool::available_cpus();
     const double peak = measure_peak_macs(threads, bf16);
     if (peak <= 0) return;

@@ -41,7 +41,7 @@ __attribute__((target("avx512f,avx512bf16"))) float dpbf16_loop() {
   const __m512i y = _mm512_set1_epi16(0x3F00);
   for (int64_t i = 0; i < kIterations; ++i) {
 #pragma GCC unroll 12
-    for (__m512& a : acc) a = _mm512_dpbf16_ps(a, reinterpret_cast<__m512bh&>(x), reinterpret_cast<const __m512bh&>(y));
+    for (__m512& a : acc) a = _mm512_dpbf16_ps(a, __builtin_bit_cast(__m512bh, x), __builtin_bit_cast(__m512bh, y));
     asm volatile("" : "+v"(x));
   }
   float sum = 0.0f;

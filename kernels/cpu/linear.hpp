@@ -2,7 +2,9 @@
 // linear: y = x W^T + bias, the projection every transformer layer is made of.
 //
 // Weights are used in place (bf16, f16 or f32, e.g. straight from a mapped safetensors file) and
-// converted exactly to f32 in registers; activations and accumulation are f32.
+// converted exactly to f32 in registers; activations and accumulation are f32. (The opt-in
+// MatmulPrecision::bf16 of the context instead rounds activations to bf16 for bf16 weights on
+// AVX512-BF16 CPUs: linear_bf16.hpp, with its own canonical order; what follows is the f32 path.)
 //
 // Batch invariance: y[m, n] is computed by the same sequence of operations whatever M is and
 // whichever thread computes it — the canonical 16-lane order of simd.hpp over k, then + bias[n],

@@ -21,7 +21,7 @@ inline void store_output(float sum, const float* bias, int64_t n, float* out, bo
 }
 
 LLAISYS_TARGET_AVX512_BF16 inline __m512 dot_step(__m512 acc, __m512i x, __m512i w) {
-  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(x), reinterpret_cast<__m512bh&>(w));
+  return _mm512_dpbf16_ps(acc, __builtin_bit_cast(__m512bh, x), __builtin_bit_cast(__m512bh, w));
 }
 
 LLAISYS_TARGET_AVX512_BF16 inline __m512i load32(const uint16_t* p) { return _mm512_loadu_si512(p); }
@@ -34,7 +34,8 @@ inline __mmask32 tail_mask32(int64_t count) {
   return count >= 32 ? static_cast<__mmask32>(0xFFFFFFFFu) : static_cast<__mmask32>((1u << count) - 1u);
 }
 
-LLAISYS_TARGET_AVX512_BF16 inline void store4(const __m512 (&acc)[4], const float* bias, int64_t n, float* y,
+// acc[0..3] are columns n..n+3 of one row.
+LLAISYS_TARGET_AVX512_BF16 inline void store4(const __m512* acc, const float* bias, int64_t n, float* y,
                                               bool accumulate) {
   float sums[4];
   simd::reduce4_lanes_avx512(acc[0], acc[1], acc[2], acc[3], sums);
@@ -89,8 +90,9 @@ struct TileArgs {
   float* y;            // row 0 of the tile's output
   int64_t y_stride;
   bool accumulate;
-  const char* prefetch;   // weights of a later tile, fetched into L2 while this one computes:
-  int64_t prefetch_step;  // this many bytes (whole cache lines) per k step
+  const char* prefetch;      // weights of a later tile, fetched into L2 while this one computes:
+  const char* prefetch_end;  // [prefetch, prefetch_end), null when there is none,
+  int64_t prefetch_step;     // this many bytes (whole cache lines) per k step
 };
 
 template <int MR, int NR>
@@ -104,8 +106,9 @@ LLAISYS_TARGET_AVX512_BF16 void tile(const TileArgs& a) {
   const int64_t full = a.K / kStep * kStep;
   const char* prefetch = a.prefetch;
   for (int64_t k = 0; k < full; k += kStep) {
-    for (int64_t p = 0; p < a.prefetch_step; p += 64) _mm_prefetch(prefetch + p, _MM_HINT_T1);
-    prefetch += a.prefetch_step;
+    for (int64_t p = 0; p < a.prefetch_step && prefetch < a.prefetch_end; p += 64, prefetch += 64) {
+      _mm_prefetch(prefetch, _MM_HINT_T1);
+    }
     __m512i w[NR];
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) w[j] = load32(a.w + j * a.K + k);
@@ -137,7 +140,7 @@ LLAISYS_TARGET_AVX512_BF16 void tile(const TileArgs& a) {
     float* y = a.y + i * a.y_stride;
     if constexpr (NR % 4 == 0) {
 #pragma GCC unroll 4
-      for (int j = 0; j < NR; j += 4) store4(*reinterpret_cast<const __m512(*)[4]>(acc[i] + j), a.bias, a.n + j, y, a.accumulate);
+      for (int j = 0; j < NR; j += 4) store4(acc[i] + j, a.bias, a.n + j, y, a.accumulate);
     } else {
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j) {
@@ -200,11 +203,11 @@ LLAISYS_TARGET_AVX512_BF16 void convert_rows(const float* x, int64_t x_stride, i
     int64_t k = 0;
     for (; k + 16 <= K; k += 16) {
       const __m256bh v = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + k));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), reinterpret_cast<const __m256i&>(v));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), __builtin_bit_cast(__m256i, v));
     }
     if (k < K) {
       const __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(simd::tail_mask(K - k), src + k));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), reinterpret_cast<const __m256i&>(v));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), __builtin_bit_cast(__m256i, v));
       k += 16;
     }
     for (; k < stride; k += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_setzero_si256());
@@ -216,7 +219,7 @@ void columns(const uint16_t* xb, int64_t M, int64_t K, const LinearJob& job, int
   const auto* weights = static_cast<const uint16_t*>(job.weight.data);
   const int64_t x_stride = padded_k(K);
   // Rows of x per block: the block's converted panel stays in L2 while every column tile passes.
-  const int64_t row_block = std::clamp<int64_t>(kPanelBytes / (2 * x_stride) / kMr * kMr, kMr, 256);
+  const int64_t row_block = std::clamp<int64_t>(kPanelBytes / (2 * std::max(x_stride, kStep)) / kMr * kMr, kMr, 256);
   for (int64_t m0 = 0; m0 < M; m0 += row_block) {
     const int64_t m1 = std::min(m0 + row_block, M);
     const int64_t row_tiles = (m1 - m0 + kMr - 1) / kMr;
@@ -227,13 +230,16 @@ void columns(const uint16_t* xb, int64_t M, int64_t K, const LinearJob& job, int
       // of this one compute, a share per row tile spread over its k steps (bursts of prefetches
       // stall; into L2 measured faster than into L1, two tiles ahead faster than one or four).
       const int64_t ahead = n + 2 * kNr;
-      const char* next = reinterpret_cast<const char*>(weights + ahead * K);
       const int64_t next_bytes = ahead < n_end ? std::min<int64_t>(kNr, n_end - ahead) * K * 2 : 0;
+      const char* next = next_bytes > 0 ? reinterpret_cast<const char*>(weights + ahead * K) : nullptr;
       const int64_t share = (next_bytes / row_tiles + 63) / 64 * 64;
       const int64_t steps = std::max<int64_t>(1, K / kStep);
       const int64_t step_bytes = (share / 64 + steps - 1) / steps * 64;
       for (int64_t mt = m0; mt < m1; mt += kMr) {
         const int64_t mr = std::min<int64_t>(kMr, m1 - mt);
+        // This row tile's share of the next weights, clipped to them.
+        const int64_t first = std::min(next_bytes, (mt - m0) / kMr * share);
+        const int64_t last = std::min(next_bytes, first + share);
         const TileArgs args{.x = xb + mt * x_stride,
                             .x_stride = x_stride,
                             .w = w,
@@ -243,7 +249,8 @@ void columns(const uint16_t* xb, int64_t M, int64_t K, const LinearJob& job, int
                             .y = job.y + mt * job.y_stride,
                             .y_stride = job.y_stride,
                             .accumulate = job.accumulate,
-                            .prefetch = next + (mt - m0) / kMr * share,
+                            .prefetch = next == nullptr ? nullptr : next + first,
+                            .prefetch_end = next == nullptr ? nullptr : next + last,
                             .prefetch_step = step_bytes};
         kTiles[static_cast<std::size_t>(mr - 1)][static_cast<std::size_t>(nr - 1)](args);
       }

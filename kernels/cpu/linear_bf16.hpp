@@ -9,7 +9,9 @@
 // holds within this precision): 16 f32 lanes; lane l takes the pairs k = 32 j + 2 l, 32 j + 2 l + 1
 // for j = 0, 1, ... as one vdpbf16ps step (products of bf16 values are exact in f32; the
 // instruction adds them to the lane in its own order, with denormals flushed); elements past K
-// count as zero; the lanes are then folded as in simd.hpp. Internal to linear.cpp.
+// count as zero; the lanes are then folded as in simd.hpp. linear() dispatches here; others include
+// this header only to ask supported(). The rounding (vcvtneps2bf16) is to nearest even, with
+// denormal inputs taken as zero.
 
 #include <cstdint>
 

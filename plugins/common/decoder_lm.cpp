@@ -57,6 +57,14 @@ Result<Options> parse_options(const std::string& text) {
     }
     // Other keys belong to other layers (e.g. the engine); ignore them.
   }
+  // An explicit "bf16" with an ISA that cannot run it would silently compute in f32 otherwise.
+  if (options.matmul == cpu::MatmulPrecision::bf16 && options.isa != cpu::Isa::avx512) {
+    const auto it = value.as_object().find("matmul");
+    if (it != value.as_object().end() && it->value() == "bf16") {
+      return make_error(ErrorCode::invalid_argument, "option matmul: bf16 needs isa avx512, not {}", cpu::to_string(options.isa));
+    }
+    options.matmul = cpu::MatmulPrecision::f32;  // "auto" with a narrower ISA
+  }
   return options;
 }
 

@@ -3,6 +3,9 @@
 // rounding the activations to bf16 allows, and batch / thread / fusion invariance within the mode.
 // Skipped (reported, not failed) on CPUs without AVX512-BF16.
 
+#include <algorithm>
+#include <limits>
+
 #include <catch2/catch.hpp>
 
 #include "cpu/linear.hpp"
@@ -56,13 +59,17 @@ TEST_CASE("bf16 linear follows the vdpbf16ps model bit for bit and stays near th
   }
   ThreadPool pool(3);
   const int64_t shapes[][3] = {{1, 1, 1}, {1, 17, 31}, {3, 5, 33}, {4, 16, 64}, {5, 37, 100}, {9, 70, 257}, {1, 300, 896},
-                               {13, 41, 896}, {2, 9, 4864}};
+                               {13, 41, 896}, {2, 9, 4864}, {1, 5, 0}, {6, 5, 0}};
   for (const auto& shape : shapes) {
     const int64_t m = shape[0], n = shape[1], k = shape[2];
     const std::vector<uint16_t> w = to_bf16(random_floats(static_cast<std::size_t>(n * k), static_cast<uint32_t>(n * 31 + k)));
     const std::vector<float> x = random_floats(static_cast<std::size_t>(m * k), static_cast<uint32_t>(m + k));
     const std::vector<float> bias = random_floats(static_cast<std::size_t>(n), 7);
     const std::vector<uint16_t> xb = to_bf16(x);
+    // The same rows with 5 NaNs between them: a row stride other than K, and padding never read.
+    const int64_t stride = k + 5;
+    std::vector<float> x_padded(static_cast<std::size_t>(m * stride), std::numeric_limits<float>::quiet_NaN());
+    for (int64_t i = 0; i < m; ++i) std::copy_n(x.begin() + i * k, k, x_padded.begin() + i * stride);
     std::vector<float> expected(static_cast<std::size_t>(m * n));
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
@@ -78,6 +85,14 @@ TEST_CASE("bf16 linear follows the vdpbf16ps model bit for bit and stays near th
     linear({.pool = &pool, .isa = Isa::avx512}, x.data(), k, m, k, std::span(&exact_job, 1));
     INFO("m " << m << " n " << n << " k " << k);
     CHECK(same_bits(y, expected));
+    // Strided input, and accumulating into a residual with the bias: residual + (dot + bias).
+    const std::vector<float> residual = random_floats(y.size(), 11);
+    std::vector<float> accumulated = residual, expected_accumulated(y.size());
+    for (std::size_t i = 0; i < y.size(); ++i) expected_accumulated[i] = residual[i] + expected[i];
+    const LinearJob accumulate_job{.weight = matrix, .bias = bias.data(), .y = accumulated.data(), .y_stride = n,
+                                   .accumulate = true};
+    linear(bf16_context(pool), x_padded.data(), stride, m, k, std::span(&accumulate_job, 1));
+    CHECK(same_bits(accumulated, expected_accumulated));
     // Rounding each activation to bf16 moves it by at most 2^-9 relative: |x w| summed bounds the error.
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
