@@ -119,6 +119,10 @@ LLAISYS_TARGET_AVX512 void tile_avx512(const TileArgs& a) {
       for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, w[j], acc[i][j]);
     }
   }
+  if constexpr (MR == 4 && NR == 4) {
+    simd::store_tile4x4_avx512(acc, a.bias, a.n, a.y, a.y_stride, a.accumulate);
+    return;
+  }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     if constexpr (NR == 4) {
