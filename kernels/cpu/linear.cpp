@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "linear_bf16.hpp"
+#include "linear_store.hpp"
 #include "simd.hpp"
 
 namespace llaisys::cpu {
@@ -13,11 +14,7 @@ namespace {
 
 using simd::kLanes;
 
-// Writes one finished output element: the canonical sum, + bias, then (accumulate) + y.
-inline void store_output(float sum, const float* bias, int64_t n, float* out, bool accumulate) {
-  if (bias != nullptr) sum = sum + bias[n];
-  *out = accumulate ? *out + sum : sum;
-}
+using linear_store::store_output;
 
 const std::byte* row_of(const WeightMatrix& w, int64_t n) {
   return static_cast<const std::byte*>(w.data) + n * w.cols * static_cast<int64_t>(dtype_size(w.dtype));
@@ -120,23 +117,10 @@ LLAISYS_TARGET_AVX512 void tile_avx512(const TileArgs& a) {
     }
   }
   if constexpr (MR == 4 && NR == 4) {
-    simd::store_tile4x4_avx512(acc, a.bias, a.n, a.y, a.y_stride, a.accumulate);
-    return;
-  }
+    linear_store::store_tile4x4(acc, a.bias, a.n, a.y, a.y_stride, a.accumulate);
+  } else {
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    if constexpr (NR == 4) {
-      float sums[4];
-      simd::reduce4_lanes_avx512(acc[i][0], acc[i][1], acc[i][2], acc[i][3], sums);
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) store_output(sums[j], a.bias, a.n + j, a.y + i * a.y_stride + a.n + j, a.accumulate);
-    } else {
-#pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j) {
-        store_output(simd::reduce_lanes_avx512(acc[i][j]), a.bias, a.n + j, a.y + i * a.y_stride + a.n + j,
-                     a.accumulate);
-      }
-    }
+    for (int i = 0; i < MR; ++i) linear_store::store_tile_row<NR>(acc[i], a.bias, a.n, a.y + i * a.y_stride, a.accumulate);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cpu_isa.hpp"
+#include "linear_store.hpp"
 #include "simd.hpp"
 
 #define LLAISYS_TARGET_AVX512_BF16 \
@@ -15,10 +16,7 @@ namespace {
 
 constexpr int64_t kStep = 32;  // bf16 elements per vdpbf16ps
 
-inline void store_output(float sum, const float* bias, int64_t n, float* out, bool accumulate) {
-  if (bias != nullptr) sum = sum + bias[n];
-  *out = accumulate ? *out + sum : sum;
-}
+using linear_store::store_output;
 
 LLAISYS_TARGET_AVX512_BF16 inline __m512 dot_step(__m512 acc, __m512i x, __m512i w) {
   return _mm512_dpbf16_ps(acc, __builtin_bit_cast(__m512bh, x), __builtin_bit_cast(__m512bh, w));
@@ -32,14 +30,6 @@ LLAISYS_TARGET_AVX512_BF16 inline __m512i load32_masked(const uint16_t* p, __mma
 
 inline __mmask32 tail_mask32(int64_t count) {
   return count >= 32 ? static_cast<__mmask32>(0xFFFFFFFFu) : static_cast<__mmask32>((1u << count) - 1u);
-}
-
-// acc[0..3] are columns n..n+3 of one row.
-LLAISYS_TARGET_AVX512_BF16 inline void store4(const __m512* acc, const float* bias, int64_t n, float* y,
-                                              bool accumulate) {
-  float sums[4];
-  simd::reduce4_lanes_avx512(acc[0], acc[1], acc[2], acc[3], sums);
-  for (int j = 0; j < 4; ++j) store_output(sums[j], bias, n + j, y + n + j, accumulate);
 }
 
 // ---- tiles of MR activation rows x NR weight rows (prefill, batched decode) ----------------------
@@ -96,21 +86,10 @@ LLAISYS_TARGET_AVX512_BF16 void tile(const TileArgs& a) {
     }
   }
   if constexpr (MR == 4 && NR == 4) {
-    simd::store_tile4x4_avx512(acc, a.bias, a.n, a.y, a.y_stride, a.accumulate);
-    return;
-  }
+    linear_store::store_tile4x4(acc, a.bias, a.n, a.y, a.y_stride, a.accumulate);
+  } else {
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    float* y = a.y + i * a.y_stride;
-    if constexpr (NR % 4 == 0) {
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; j += 4) store4(acc[i] + j, a.bias, a.n + j, y, a.accumulate);
-    } else {
-#pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j) {
-        store_output(simd::reduce_lanes_avx512(acc[i][j]), a.bias, a.n + j, y + a.n + j, a.accumulate);
-      }
-    }
+    for (int i = 0; i < MR; ++i) linear_store::store_tile_row<NR>(acc[i], a.bias, a.n, a.y + i * a.y_stride, a.accumulate);
   }
 }
 

@@ -111,44 +111,6 @@ LLAISYS_TARGET_AVX512 inline void reduce4_lanes_avx512(__m512 a, __m512 b, __m51
   out[3] = lanes[12];
 }
 
-// A 4 x 4 GEMM tile's 16 accumulators (acc[row][column]) reduced together, each in the canonical
-// pairing (l + 8, + 4, + 2, + 1), then stored as linear's outputs: y[row][n + column] = sum + bias
-// (if any), added to y when accumulating, with 4-wide stores. Far fewer shuffles and scalar moves per
-// output than four reduce4_lanes_avx512 calls.
-LLAISYS_TARGET_AVX512 inline void store_tile4x4_avx512(const __m512 (&acc)[4][4], const float* bias, int64_t n, float* y,
-                                                       int64_t y_stride, bool accumulate) {
-  // Step 1 (l + 8): t[p] holds v[2p] in lanes 0-7 and v[2p + 1] in lanes 8-15, v[4 i + j] = acc[i][j].
-  __m512 t[8];
-#pragma GCC unroll 8
-  for (int p = 0; p < 8; ++p) {
-    const __m512 a = acc[p / 2][(p % 2) * 2], b = acc[p / 2][(p % 2) * 2 + 1];
-    t[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
-  }
-  // Step 2 (l + 4): quarter q of u[r] holds the 4 partial sums of v[4 r + q], i.e. row r, column q.
-  __m512 u[4];
-#pragma GCC unroll 4
-  for (int r = 0; r < 4; ++r) {
-    u[r] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * r], t[2 * r + 1], 0x88),
-                         _mm512_shuffle_f32x4(t[2 * r], t[2 * r + 1], 0xDD));
-  }
-  // Step 3 (l + 2): quarter q of w0 = [row 0 col q: 2 sums, row 1 col q: 2 sums]; w1 rows 2, 3.
-  const __m512 w0 = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], 0x44), _mm512_shuffle_ps(u[0], u[1], 0xEE));
-  const __m512 w1 = _mm512_add_ps(_mm512_shuffle_ps(u[2], u[3], 0x44), _mm512_shuffle_ps(u[2], u[3], 0xEE));
-  // Step 4 (l + 1): quarter q of z = rows 0, 1, 2, 3 of column q; then row-major (lane 4 i + q).
-  const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(w0, w1, 0x88), _mm512_shuffle_ps(w0, w1, 0xDD));
-  const __m512 rows = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), z);
-  alignas(64) float sums[16];
-  _mm512_store_ps(sums, rows);
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    __m128 v = _mm_load_ps(sums + 4 * i);
-    float* out = y + i * y_stride + n;
-    if (bias != nullptr) v = _mm_add_ps(v, _mm_loadu_ps(bias + n));
-    if (accumulate) v = _mm_add_ps(_mm_loadu_ps(out), v);
-    _mm_storeu_ps(out, v);
-  }
-}
-
 LLAISYS_TARGET_AVX512 inline __m512 exp_avx512(__m512 x) {
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
