@@ -22,6 +22,7 @@ namespace {
 struct Options {
   cpu::Isa isa = cpu::detect_isa();
   cpu::MatmulPrecision matmul = cpu::MatmulPrecision::f32;
+  WeightLoading weights = WeightLoading::automatic;
 };
 
 Result<cpu::MatmulPrecision> parse_matmul(const json::value& v) {
@@ -54,6 +55,11 @@ Result<Options> parse_options(const std::string& text) {
       options.isa = *isa;
     } else if (key == "matmul") {
       LLAISYS_ASSIGN_OR_RETURN(options.matmul, parse_matmul(v));
+    } else if (key == "weights") {
+      const json::string* name = v.if_string();
+      const auto loading = name ? parse_weight_loading(std::string_view(name->data(), name->size())) : std::nullopt;
+      if (!loading) return make_error(ErrorCode::invalid_argument, "option weights: expected auto, mmap or memory, got {}", json::serialize(v));
+      options.weights = *loading;
     }
     // Other keys belong to other layers (e.g. the engine); ignore them.
   }
@@ -94,7 +100,7 @@ Result<std::unique_ptr<DecoderLM>> DecoderLM::open(const ModelCreateParams& para
   LLAISYS_ASSIGN_OR_RETURN(Options options, parse_options(params.options_json));
   LLAISYS_ASSIGN_OR_RETURN(HfTransformerConfig hf, load_hf_config(params.model_dir));
   LLAISYS_ASSIGN_OR_RETURN(DecoderConfig config, make_decoder_config(hf, variant));
-  LLAISYS_ASSIGN_OR_RETURN(WeightStore store, WeightStore::open(params.model_dir));
+  LLAISYS_ASSIGN_OR_RETURN(WeightStore store, WeightStore::open(params.model_dir, options.weights));
   auto weights = load_decoder_weights(store, config);
   if (!weights.ok()) return std::move(weights).take_status().with_context(params.model_dir.string());
   return std::make_unique<DecoderLM>(std::move(config), std::move(store), std::move(weights).value(),
@@ -125,10 +131,11 @@ DecoderLM::DecoderLM(DecoderConfig config, WeightStore store, DecoderWeights wei
                                           static_cast<uint64_t>(config_.head_dim) * sizeof(float)};
   // bf16 products apply where both the ISA and the weights allow them (linear_bf16.hpp).
   const bool bf16_products = matmul == cpu::MatmulPrecision::bf16 && isa == cpu::Isa::avx512;
-  log::info("{}: {} layers, hidden {}, {} threads, isa {}, matmul {}, {:.1f} MB of weights per decode step",
+  log::info("{}: {} layers, hidden {}, {} threads, isa {}, matmul {}, {:.1f} MB of weights per decode step ({})",
             info_.architecture, config_.num_layers, config_.hidden_size, pool_.num_threads(), cpu::to_string(isa),
             bf16_products ? "bf16 (activations rounded to bf16 for bf16 weights)" : "f32",
-            static_cast<double>(info_.weight_bytes) / 1e6);
+            static_cast<double>(info_.weight_bytes) / 1e6,
+            store_.loading() == WeightLoading::memory ? "read into huge-page memory" : "mapped");
 }
 
 Status DecoderLM::init_kv_cache(const KvCacheConfig& config) {

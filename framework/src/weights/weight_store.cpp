@@ -1,12 +1,6 @@
-// MappedFile and WeightStore: safetensors files mapped read-only, single or sharded.
-
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+// WeightStore: the tensors of a model directory's safetensors files, single or sharded.
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <map>
 #include <set>
@@ -20,55 +14,6 @@
 namespace llaisys {
 namespace fs = std::filesystem;
 namespace json = boost::json;
-
-// ---- MappedFile ---------------------------------------------------------------------------------
-
-Result<MappedFile> MappedFile::open(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    return make_error(err == ENOENT ? ErrorCode::not_found : ErrorCode::io_error, "cannot open {}: {}",
-                      path.string(), std::strerror(err));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return make_error(ErrorCode::io_error, "{} is not a regular file", path.string());
-  }
-  MappedFile file;
-  file.path_ = path;
-  file.size_ = static_cast<std::size_t>(st.st_size);
-  if (file.size_ > 0) {
-    void* data = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (data == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return make_error(ErrorCode::io_error, "cannot map {}: {}", path.string(), std::strerror(err));
-    }
-    file.data_ = static_cast<const std::byte*>(data);
-  }
-  ::close(fd);
-  return file;
-}
-
-MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)),
-      path_(std::move(other.path_)) {}
-
-MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
-  if (this != &other) {
-    if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-    path_ = std::move(other.path_);
-  }
-  return *this;
-}
-
-MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
-}
 
 // ---- WeightStore --------------------------------------------------------------------------------
 
@@ -106,20 +51,38 @@ Result<std::map<std::string, std::vector<std::string>>> read_index(const fs::pat
   return shards;
 }
 
+// `automatic` made concrete for files of `bytes` in all (unreadable sizes count as nothing: opening
+// them fails later with its own message).
+WeightLoading resolve(WeightLoading loading, uint64_t bytes) {
+  if (loading != WeightLoading::automatic) return loading;
+  const double budget = kAutoMemoryShare * static_cast<double>(available_memory_bytes());
+  return static_cast<double>(bytes) <= budget ? WeightLoading::memory : WeightLoading::map;
+}
+
+uint64_t file_bytes(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  return ec ? 0 : static_cast<uint64_t>(size);
+}
+
 }  // namespace
 
-Result<WeightStore> WeightStore::open(const fs::path& model_dir) {
+Result<WeightStore> WeightStore::open(const fs::path& model_dir, WeightLoading loading) {
   WeightStore store;
   const fs::path single = model_dir / "model.safetensors";
   const fs::path index = model_dir / "model.safetensors.index.json";
   std::error_code ec;
   if (fs::exists(single, ec)) {
-    LLAISYS_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(single));
+    store.loading_ = resolve(loading, file_bytes(single));
+    LLAISYS_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(single, store.loading_));
     LLAISYS_RETURN_IF_ERROR(store.add_file(std::move(file), nullptr));
   } else if (fs::exists(index, ec)) {
     LLAISYS_ASSIGN_OR_RETURN(auto shards, read_index(index));
+    uint64_t total = 0;
+    for (const auto& [file_name, names] : shards) total += file_bytes(model_dir / file_name);
+    store.loading_ = resolve(loading, total);
     for (const auto& [file_name, names] : shards) {
-      auto file = MappedFile::open(model_dir / file_name);
+      auto file = MappedFile::open(model_dir / file_name, store.loading_);
       if (!file.ok()) {
         return std::move(file).take_status().with_context(
             fmt::format("{}: index names shard '{}'", index.string(), file_name));

@@ -108,6 +108,25 @@ TEST_CASE("qwen2 sharded and single-file layouts give bit-identical logits", "[q
   for (std::size_t p = 0; p < a.size(); ++p) CHECK(bit_identical(a[p], b[p]));
 }
 
+TEST_CASE("qwen2 weights mapped, read into memory, single or sharded give bit-identical logits", "[qwen2][weights]") {
+  const std::vector<TokenId> prompt = prompt_of("haiku");
+  const auto table = block_range(0, 3);
+  AnyModel mapped = open_model(tiny_model_dir(1), 2, R"({"weights": "mmap"})");
+  const auto a = run_batch(mapped, {{.tokens = prompt, .start = 0, .table = table, .all_outputs = true}});
+  for (const char* options : {R"({"weights": "memory"})", R"({"weights": "auto"})"}) {
+    for (int shards : {1, 3}) {
+      INFO(options << ", " << shards << " shard(s)");
+      AnyModel model = open_model(tiny_model_dir(shards), 2, options);
+      const auto b = run_batch(model, {{.tokens = prompt, .start = 0, .table = table, .all_outputs = true}});
+      REQUIRE(b.size() == a.size());
+      for (std::size_t p = 0; p < a.size(); ++p) CHECK(bit_identical(a[p], b[p]));
+    }
+  }
+  CHECK_THROWS_WITH(open_model(tiny_model_dir(), 1, R"({"weights": "ram"})"),
+                    Catch::Contains("option weights: expected auto, mmap or memory"));
+  CHECK_THROWS_WITH(open_model(tiny_model_dir(), 1, R"({"weights": true})"), Catch::Contains("option weights"));
+}
+
 TEST_CASE("qwen2 ISA paths (avx512, avx2, scalar) give bit-identical logits", "[qwen2][isa]") {
   const std::vector<TokenId> prompt = prompt_of("raw_completion");  // 5 tokens
   const auto table = block_range(0, 1);

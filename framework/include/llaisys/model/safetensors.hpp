@@ -1,5 +1,6 @@
 #pragma once
-// Safetensors model files: strict parsing, memory mapping, single-file and sharded directories.
+// Safetensors model files: strict parsing, mapping or reading into memory, single-file and sharded
+// directories.
 //
 // File layout: [u64 little-endian header length N][N bytes of JSON header][data section]. The header
 // maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (byte offsets inside the
@@ -30,6 +31,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -64,10 +66,30 @@ struct SafetensorsHeader {
 // returns its tensors. `source` names the file in messages. Reads nothing outside `file`.
 Result<SafetensorsHeader> parse_safetensors(std::span<const std::byte> file, std::string_view source);
 
-// A read-only, private memory map of a whole file. Empty files map to an empty span.
+// How a model file's bytes come into memory.
+enum class WeightLoading : uint8_t {
+  // `memory` when the files take at most kAutoMemoryShare of the memory available now, else `map`.
+  automatic,
+  // mmap: the page cache's pages are used in place (shared between processes, nothing copied, the
+  // kernel may drop them under memory pressure), in 4 KiB pages.
+  map,
+  // Read into private anonymous memory, 2 MiB aligned and advised for transparent huge pages: fewer
+  // TLB misses when a decode step streams every weight (docs/BENCHMARKS.md, 2026-11-25 afternoon).
+  // Refused when the files exceed the memory available now.
+  memory,
+};
+inline constexpr double kAutoMemoryShare = 0.7;
+std::string_view to_string(WeightLoading loading);
+// "auto", "mmap" or "memory".
+std::optional<WeightLoading> parse_weight_loading(std::string_view text);
+// MemAvailable of /proc/meminfo (free memory on a system without it), in bytes.
+uint64_t available_memory_bytes();
+
+// A whole file's bytes, read-only: mapped, or read into memory (WeightLoading; `automatic` means
+// `memory` here). Empty files give an empty span.
 class MappedFile {
  public:
-  static Result<MappedFile> open(const std::filesystem::path& path);
+  static Result<MappedFile> open(const std::filesystem::path& path, WeightLoading loading = WeightLoading::map);
   MappedFile() = default;
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;
@@ -77,21 +99,27 @@ class MappedFile {
 
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   const std::filesystem::path& path() const { return path_; }
+  WeightLoading loading() const { return loading_; }
 
  private:
+  void release() noexcept;
+
   const std::byte* data_ = nullptr;
   std::size_t size_ = 0;
+  std::size_t region_size_ = 0;  // bytes of the mapping at data_ (the memory copy is rounded up)
+  WeightLoading loading_ = WeightLoading::map;
   std::filesystem::path path_;
 };
 
 // Every tensor of a Hugging Face model directory: `model.safetensors`, or else the shards named by
 // `model.safetensors.index.json` (its "weight_map" must list exactly the tensors each shard holds).
-// Tensors are views into the mapped files (read-only memory: never write through them); the store
+// Tensors are views into the files' bytes (read-only memory: never write through them); the store
 // must outlive them. A tensor whose bytes are not aligned to its element size is copied once into
 // aligned memory, in its own dtype.
 class WeightStore {
  public:
-  static Result<WeightStore> open(const std::filesystem::path& model_dir);
+  static Result<WeightStore> open(const std::filesystem::path& model_dir,
+                                  WeightLoading loading = WeightLoading::map);
 
   WeightStore() = default;
   WeightStore(WeightStore&&) noexcept = default;
@@ -108,6 +136,8 @@ class WeightStore {
   std::size_t num_tensors() const { return index_.size(); }
   std::size_t num_files() const { return files_.size(); }
   uint64_t total_tensor_bytes() const { return total_bytes_; }
+  // How the files were loaded (never `automatic`: what it resolved to).
+  WeightLoading loading() const { return loading_; }
 
  private:
   struct Location {
@@ -118,6 +148,7 @@ class WeightStore {
   std::vector<AlignedBuffer> realigned_;  // copies of misaligned tensors
   std::unordered_map<std::string, Location> index_;
   uint64_t total_bytes_ = 0;
+  WeightLoading loading_ = WeightLoading::map;
 
   Status add_file(MappedFile file, const std::vector<std::string>* expected_names);
 };
