@@ -320,6 +320,11 @@ void run_columns(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K
 // Threads take contiguous runs of 16-column tiles across all jobs.
 constexpr int64_t kTileColumns = 16;
 constexpr std::size_t kMaxJobsPerRegion = 8;
+// One activation row: the threads stream weights and reuse nothing, so finer chunks only shorten
+// the wait for the last one (time spinning in the pool 2.7-3.0% vs 5.4% of the GEMV's with 4 per
+// thread, perf over a bf16 decode; docs/BENCHMARKS.md). More rows reuse a chunk's weights: 16 per
+// thread measured neutral to 2% slower there (32- and 128-row steps).
+constexpr int64_t kStreamingChunksPerThread = 16;
 
 }  // namespace
 
@@ -367,7 +372,7 @@ void linear(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, 
         run_columns(ctx.isa, x, x_stride, M, K, jobs[j], n_begin, n_end);
       }
     }
-  }, work_per_tile);
+  }, work_per_tile, M == 1 ? kStreamingChunksPerThread : ThreadPool::kChunksPerThread);
 }
 
 }  // namespace llaisys::cpu

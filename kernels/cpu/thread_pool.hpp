@@ -38,11 +38,18 @@ class ThreadPool {
   int num_threads() const { return num_threads_; }
   void run(const std::function<void(int thread_index)>& fn);
 
+  // About this many chunks per thread by default: enough to rebalance around a delayed thread,
+  // few enough that claiming costs nothing and tiles keep their operands warm.
+  static constexpr int64_t kChunksPerThread = 4;
+
   // Calls fn(begin, end) over disjoint, non-empty ranges covering [0, n) whose boundaries are
   // multiples of `align` (except n itself). work_per_item estimates the cost of one element of
   // [0, n); the region uses only as many threads as get kMinWorkPerThread each (at least one).
+  // chunks_per_thread: finer for work that streams (a thread finishing early waits for at most
+  // one chunk of the other's), coarser for work that reuses what a chunk brought into cache.
   template <class F>
-  void parallel_for(int64_t n, int64_t align, F&& fn, int64_t work_per_item = kMinWorkPerThread) {
+  void parallel_for(int64_t n, int64_t align, F&& fn, int64_t work_per_item = kMinWorkPerThread,
+                    int64_t chunks_per_thread = kChunksPerThread) {
     if (n <= 0) return;
     align = std::max<int64_t>(1, align);
     const int64_t units = (n + align - 1) / align;
@@ -52,9 +59,7 @@ class ThreadPool {
       fn(int64_t{0}, n);
       return;
     }
-    // About kChunksPerThread chunks per thread: enough to rebalance around a delayed thread,
-    // few enough that claiming costs nothing.
-    const int64_t chunk = std::max<int64_t>(1, units / (threads * kChunksPerThread));
+    const int64_t chunk = std::max<int64_t>(1, units / (threads * std::max<int64_t>(1, chunks_per_thread)));
     const std::function<void(int64_t, int64_t)> range = [&](int64_t unit_begin, int64_t unit_end) {
       fn(unit_begin * align, std::min(n, unit_end * align));
     };
@@ -64,7 +69,6 @@ class ThreadPool {
   static int available_cpus();
 
  private:
-  static constexpr int64_t kChunksPerThread = 4;
   // ticket_: (region number << 32) | kClosed | (workers wanted << 16) | workers joined. A worker
   // joins a region by incrementing the count with one compare-exchange, so what it reads of the
   // region (job, chunking) was published before it joined, and the caller waits for it.
