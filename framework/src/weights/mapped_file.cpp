@@ -21,6 +21,11 @@ namespace {
 
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 constexpr std::size_t kReadChunk = std::size_t{64} << 20;  // bytes per pread call
+#ifdef MADV_POPULATE_WRITE
+constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kPopulateWrite = 23;  // Linux's value; older kernels refuse it (EINVAL), which is harmless
+#endif
 
 // Closes the descriptor on every path out of MappedFile::open.
 struct FileDescriptor {
@@ -43,8 +48,11 @@ std::byte* map_huge_aligned(std::size_t bytes) {
   const uintptr_t tail = aligned + bytes;
   if (begin + span > tail) ::munmap(reinterpret_cast<void*>(tail), begin + span - tail);
   auto* data = reinterpret_cast<std::byte*>(aligned);
-  // A hint: without transparent huge pages (or with them off) the memory is simply 4 KiB pages.
+  // Hints: without transparent huge pages (or with them off) the memory is simply 4 KiB pages.
   (void)::madvise(data, bytes, MADV_HUGEPAGE);
+  // Fault the huge pages in at once (Linux >= 5.14): reading a file into not-yet-faulted huge-page
+  // memory took 1.36 s for 988 MB, populating first 0.12 s and the read 0.13 s.
+  (void)::madvise(data, bytes, kPopulateWrite);
   return data;
 }
 
