@@ -268,13 +268,13 @@ void add_engine_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--options", o->options_json, "model options (JSON)")->capture_default_str();
   cmd->add_option("--scenario", o->scenario, "throughput, prefix or all")
       ->capture_default_str()->check(CLI::IsMember({"throughput", "prefix", "all"}));
-  cmd->add_option("--threads", o->threads, "compute threads (0: the plugin's choice)")->capture_default_str();
-  cmd->add_option("--concurrency", o->concurrency, "concurrent sequences in the throughput scenario")->capture_default_str();
-  cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt length in the throughput scenario")->capture_default_str();
-  cmd->add_option("--new-tokens", o->new_tokens, "generated tokens per sequence")->capture_default_str();
-  cmd->add_option("--system-tokens", o->system_tokens, "shared system prompt length")->capture_default_str();
-  cmd->add_option("--questions", o->questions, "questions behind the system prompt")->capture_default_str();
-  cmd->add_option("--kv-cache-mb", o->kv_cache_mb, "KV cache budget")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "compute threads (0: the plugin's choice)")->capture_default_str()->check(CLI::Range(0, 1024));
+  cmd->add_option("--concurrency", o->concurrency, "concurrent sequences in the throughput scenario")->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--prompt-tokens", o->prompt_tokens, "prompt length in the throughput scenario")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--new-tokens", o->new_tokens, "generated tokens per sequence")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--system-tokens", o->system_tokens, "shared system prompt length")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--questions", o->questions, "questions behind the system prompt")->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--kv-cache-mb", o->kv_cache_mb, "KV cache budget")->capture_default_str()->check(CLI::Range(1, 1 << 24));
   cmd->callback([o, &exit_code] { exit_code = run_engine_bench(*o); });
 }
 

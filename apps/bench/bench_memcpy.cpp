@@ -58,9 +58,9 @@ void add_memcpy_command(CLI::App& app, int& exit_code) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("memcpy", "host memory copy bandwidth (bytes read + written per second)");
-  cmd->add_option("--mb", options->megabytes, "buffer size in MiB")->capture_default_str();
-  cmd->add_option("--repeats", options->repeats, "runs; the best is reported")->capture_default_str();
-  cmd->add_option("--threads", options->threads, "copying threads")->capture_default_str();
+  cmd->add_option("--mb", options->megabytes, "buffer size in MiB")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--repeats", options->repeats, "runs; the best is reported")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("--threads", options->threads, "copying threads")->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->callback([options, &exit_code] {
     const double bandwidth =
         measure_copy_bandwidth(options->megabytes << 20, options->repeats, options->threads);

@@ -245,10 +245,17 @@ void add_model_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--cache-dir", o->cache_dir, "where generated models are kept")->capture_default_str();
   cmd->add_option("--plugin-dir", o->plugin_dir, "directory of model plugins (default: next to the executable)");
   cmd->add_option("--options", o->options_json, "model options (JSON)")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "compute threads (also used for the copy reference)")->capture_default_str();
-  cmd->add_option("--prompt-tokens", o->prompt_tokens, "prefill prompt length")->capture_default_str();
-  cmd->add_option("--decode-tokens", o->decode_tokens, "decoded tokens timed")->capture_default_str();
-  cmd->add_option("--copy-mib", o->copy_mib, "memcpy buffer size for the bandwidth reference")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "compute threads (also used for the copy reference)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  // The decode's own prompt is the first 16 of these tokens.
+  cmd->add_option("--prompt-tokens", o->prompt_tokens, "prefill prompt length (at least 16)")
+      ->capture_default_str()
+      ->check(CLI::Range(16, 1 << 20));
+  cmd->add_option("--decode-tokens", o->decode_tokens, "decoded tokens timed")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--copy-mib", o->copy_mib, "memcpy buffer size for the bandwidth reference")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
   cmd->callback([o, &exit_code] {
     try {
       exit_code = run_model_bench(*o);
