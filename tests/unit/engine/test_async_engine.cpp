@@ -95,7 +95,14 @@ TEST_CASE("a notifier lets an event loop consume with try_pop only") {
     }
   }
   CHECK(merged.begin()->second.choices[0].tokens.size() == 20);
-  CHECK(seen >= merged.begin()->second.num_outputs);
+  // One notification per output. The engine notifies after it pushes, so the consumer may pop an
+  // output before its notification has arrived: wait for the count to catch up, then compare.
+  const int outputs = merged.begin()->second.num_outputs;
+  {
+    std::unique_lock lock(mutex);
+    CHECK(wake.wait_for(lock, 10s, [&] { return notifications >= outputs; }));
+    CHECK(notifications == outputs);
+  }
   CHECK_FALSE(stream->try_pop().has_value());
   CHECK(stream->finished());
 }
