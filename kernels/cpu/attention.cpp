@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "simd.hpp"
@@ -15,11 +16,20 @@ using simd::kLanes;
 struct GroupTask {
   const float* q;         // [group, head_dim]
   float* out;             // [group, head_dim]
-  const int32_t* table;   // the sequence's block table
+  const int64_t* rows;    // [num_keys]: where key j's row starts in kv.k and in kv.v
   int64_t num_keys;       // position + 1
-  int64_t kv_head;
   int64_t group;
 };
+
+// rows[j] = kv.offset(table[j / block_size], kv_head, j % block_size) for j < num_keys, block by
+// block (no division per key: every head of the group and both K and V reuse them).
+void fill_rows(const PagedKvLayer& kv, const int32_t* table, int64_t kv_head, int64_t num_keys, int64_t* rows) {
+  for (int64_t first = 0, block = 0; first < num_keys; first += kv.block_size, ++block) {
+    const int64_t base = kv.offset(table[block], kv_head, 0);
+    const int64_t count = std::min(kv.block_size, num_keys - first);
+    for (int64_t slot = 0; slot < count; ++slot) rows[first + slot] = base + slot * kv.head_dim;
+  }
+}
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -51,7 +61,7 @@ void attend_scalar(const PagedKvLayer& kv, const GroupTask& task, float scale, f
   const int64_t d = kv.head_dim;
   const int64_t stride = round_up(task.num_keys, kLanes);
   for (int64_t j = 0; j < task.num_keys; ++j) {
-    const float* k = kv.k + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+    const float* k = kv.k + task.rows[j];
     for (int64_t h = 0; h < task.group; ++h) scores[h * stride + j] = dot_scalar(task.q + h * d, k, d) * scale;
   }
   for (int64_t h = 0; h < task.group; ++h) {
@@ -60,7 +70,7 @@ void attend_scalar(const PagedKvLayer& kv, const GroupTask& task, float scale, f
     float* out = task.out + h * d;
     std::fill(out, out + d, 0.0f);
     for (int64_t j = 0; j < task.num_keys; ++j) {
-      const float* v = kv.v + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+      const float* v = kv.v + task.rows[j];
       for (int64_t i = 0; i < d; ++i) out[i] = std::fma(s[j], v[i], out[i]);
     }
     for (int64_t i = 0; i < d; ++i) out[i] = out[i] / sum;
@@ -108,7 +118,7 @@ LLAISYS_TARGET_AVX2 void attend_avx2(const PagedKvLayer& kv, const GroupTask& ta
   const int64_t d = kv.head_dim;
   const int64_t stride = round_up(task.num_keys, kLanes);
   for (int64_t j = 0; j < task.num_keys; ++j) {
-    const float* k = kv.k + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+    const float* k = kv.k + task.rows[j];
     for (int64_t h = 0; h < task.group; ++h) scores[h * stride + j] = dot_avx2(task.q + h * d, k, d) * scale;
   }
   for (int64_t h = 0; h < task.group; ++h) {
@@ -117,7 +127,7 @@ LLAISYS_TARGET_AVX2 void attend_avx2(const PagedKvLayer& kv, const GroupTask& ta
     float* out = task.out + h * d;
     std::fill(out, out + d, 0.0f);
     for (int64_t j = 0; j < task.num_keys; ++j) {
-      const float* v = kv.v + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+      const float* v = kv.v + task.rows[j];
       const __m256 e = _mm256_set1_ps(s[j]);
       int64_t i = 0;
       for (; i + 8 <= d; i += 8) _mm256_storeu_ps(out + i, _mm256_fmadd_ps(e, _mm256_loadu_ps(v + i), _mm256_loadu_ps(out + i)));
@@ -128,6 +138,18 @@ LLAISYS_TARGET_AVX2 void attend_avx2(const PagedKvLayer& kv, const GroupTask& ta
 }
 
 // ---- AVX-512 ------------------------------------------------------------------------------------
+
+// A sequence's K and V rows are contiguous only within a block (and head): each task walks a few
+// short runs the hardware prefetcher barely starts on, so the rows this many keys ahead are
+// fetched by hand.
+constexpr int64_t kPrefetchKeys = 16;
+
+inline void prefetch_rows(const float* base, const int64_t* rows, int64_t count, int64_t d) {
+  for (int64_t r = 0; r < count; ++r) {
+    const char* row = reinterpret_cast<const char*>(base + rows[r]);
+    for (int64_t b = 0; b < d * static_cast<int64_t>(sizeof(float)); b += 64) _mm_prefetch(row + b, _MM_HINT_T0);
+  }
+}
 
 LLAISYS_TARGET_AVX512 float dot_avx512(const float* a, const float* b, int64_t n) {
   __m512 acc = _mm512_setzero_ps();
@@ -150,21 +172,48 @@ LLAISYS_TARGET_AVX512 float exp_sum_avx512(float* s, int64_t n, float max) {
   return simd::reduce_lanes_avx512(acc);
 }
 
-// out += sum_j s[j] v_j for a head_dim of exactly 16 * C (accumulators stay in registers).
-template <int C>
+// out_h = sum_j s_h[j] v_j for H heads at once and a head_dim of exactly 16 * C: each V row is
+// loaded once for all H heads, and the H * C accumulator chains are independent, so the FMA
+// latency no longer paces the loop. Each element still sums over j in order (the canonical order).
+template <int C, int H>
 LLAISYS_TARGET_AVX512 void weighted_values_avx512(const PagedKvLayer& kv, const GroupTask& task, const float* s,
-                                                  float* out) {
-  __m512 acc[C];
+                                                  int64_t s_stride, float* out) {
+  __m512 acc[H][C];
 #pragma GCC unroll 16
-  for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+  for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc[h][c] = _mm512_setzero_ps();
+  }
   for (int64_t j = 0; j < task.num_keys; ++j) {
-    const float* v = kv.v + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
-    const __m512 e = _mm512_set1_ps(s[j]);
+    const float* v = kv.v + task.rows[j];
+    if (j + kPrefetchKeys < task.num_keys) prefetch_rows(kv.v, task.rows + j + kPrefetchKeys, 1, 16 * C);
 #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(e, _mm512_loadu_ps(v + 16 * c), acc[c]);
+    for (int c = 0; c < C; ++c) {
+      const __m512 vc = _mm512_loadu_ps(v + 16 * c);
+#pragma GCC unroll 16
+      for (int h = 0; h < H; ++h) acc[h][c] = _mm512_fmadd_ps(_mm512_set1_ps(s[h * s_stride + j]), vc, acc[h][c]);
+    }
   }
 #pragma GCC unroll 16
-  for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + 16 * c, acc[c]);
+  for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + h * 16 * C + 16 * c, acc[h][c]);
+  }
+}
+
+// Heads in passes of at most 24 accumulators (6 heads of 64 dims, 3 of 128), the rest of the 32
+// vector registers holding the V row and the weights.
+template <int C, int... H>
+LLAISYS_TARGET_AVX512 void weighted_values_heads_avx512(const PagedKvLayer& kv, const GroupTask& task, const float* s,
+                                                        int64_t s_stride, std::integer_sequence<int, H...>) {
+  constexpr int kMaxHeads = sizeof...(H);
+  using Pass = void (*)(const PagedKvLayer&, const GroupTask&, const float*, int64_t, float*);
+  constexpr Pass kPasses[] = {&weighted_values_avx512<C, H + 1>...};
+  const int64_t d = 16 * C;
+  for (int64_t h = 0; h < task.group; h += kMaxHeads) {
+    const int64_t heads = std::min<int64_t>(kMaxHeads, task.group - h);
+    kPasses[heads - 1](kv, task, s + h * s_stride, s_stride, task.out + h * d);
+  }
 }
 
 LLAISYS_TARGET_AVX512 void weighted_values_any_avx512(const PagedKvLayer& kv, const GroupTask& task, const float* s,
@@ -172,7 +221,7 @@ LLAISYS_TARGET_AVX512 void weighted_values_any_avx512(const PagedKvLayer& kv, co
   const int64_t d = kv.head_dim;
   std::fill(out, out + d, 0.0f);
   for (int64_t j = 0; j < task.num_keys; ++j) {
-    const float* v = kv.v + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size);
+    const float* v = kv.v + task.rows[j];
     const __m512 e = _mm512_set1_ps(s[j]);
     for (int64_t i = 0; i < d; i += 16) {
       const __mmask16 mask = simd::tail_mask(d - i);
@@ -199,31 +248,64 @@ LLAISYS_TARGET_AVX512 void dot4_avx512(const float* q, const float* const (&k)[4
   for (int c = 0; c < 4; ++c) out[c] = sums[c] * scale;
 }
 
+// dot4_avx512 for every head of the group over the same 4 keys of 64 dims: the keys are loaded
+// once into 16 registers instead of once per head (same products, same order, same bits).
+LLAISYS_TARGET_AVX512 void dot4_heads64_avx512(const float* q, int64_t group, const float* const (&k)[4], float scale,
+                                               float* scores, int64_t stride) {
+  __m512 keys[4][4];
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) keys[c][i] = _mm512_loadu_ps(k[c] + 16 * i);
+  }
+  for (int64_t h = 0; h < group; ++h) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m512 qv = _mm512_loadu_ps(q + h * 64 + 16 * i);
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) acc[c] = _mm512_fmadd_ps(qv, keys[c][i], acc[c]);
+    }
+    float sums[4];
+    simd::reduce4_lanes_avx512(acc[0], acc[1], acc[2], acc[3], sums);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) scores[h * stride + c] = sums[c] * scale;
+  }
+}
+
 LLAISYS_TARGET_AVX512 void attend_avx512(const PagedKvLayer& kv, const GroupTask& task, float scale, float* scores) {
   const int64_t d = kv.head_dim;
   const int64_t stride = round_up(task.num_keys, kLanes);
-  auto key = [&](int64_t j) { return kv.k + kv.offset(task.table[j / kv.block_size], task.kv_head, j % kv.block_size); };
+  auto key = [&](int64_t j) { return kv.k + task.rows[j]; };
   int64_t j = 0;
   for (; j + 4 <= task.num_keys; j += 4) {
     const float* const keys[4] = {key(j), key(j + 1), key(j + 2), key(j + 3)};
-    for (int64_t h = 0; h < task.group; ++h) dot4_avx512(task.q + h * d, keys, d, scale, scores + h * stride + j);
+    if (j + kPrefetchKeys + 4 <= task.num_keys) prefetch_rows(kv.k, task.rows + j + kPrefetchKeys, 4, d);
+    if (d == 64) {
+      dot4_heads64_avx512(task.q, task.group, keys, scale, scores + j, stride);
+    } else {
+      for (int64_t h = 0; h < task.group; ++h) dot4_avx512(task.q + h * d, keys, d, scale, scores + h * stride + j);
+    }
   }
   for (; j < task.num_keys; ++j) {
     const float* k = key(j);
     for (int64_t h = 0; h < task.group; ++h) scores[h * stride + j] = dot_avx512(task.q + h * d, k, d) * scale;
   }
+  float* sums = scores + task.group * stride;  // the caller leaves room for them
   for (int64_t h = 0; h < task.group; ++h) {
     float* s = scores + h * stride;
-    const float sum = exp_sum_avx512(s, task.num_keys, max_of(s, task.num_keys));
+    sums[h] = exp_sum_avx512(s, task.num_keys, max_of(s, task.num_keys));
+  }
+  if (d == 64) {
+    weighted_values_heads_avx512<4>(kv, task, scores, stride, std::make_integer_sequence<int, 6>{});
+  } else if (d == 128) {
+    weighted_values_heads_avx512<8>(kv, task, scores, stride, std::make_integer_sequence<int, 3>{});
+  } else {
+    for (int64_t h = 0; h < task.group; ++h) weighted_values_any_avx512(kv, task, scores + h * stride, task.out + h * d);
+  }
+  for (int64_t h = 0; h < task.group; ++h) {
     float* out = task.out + h * d;
-    if (d == 64) {
-      weighted_values_avx512<4>(kv, task, s, out);
-    } else if (d == 128) {
-      weighted_values_avx512<8>(kv, task, s, out);
-    } else {
-      weighted_values_any_avx512(kv, task, s, out);
-    }
-    for (int64_t i = 0; i < d; ++i) out[i] = out[i] / sum;
+    for (int64_t i = 0; i < d; ++i) out[i] = out[i] / sums[h];
   }
 }
 
@@ -236,18 +318,23 @@ void paged_attention(const CpuContext& ctx, const PagedKvLayer& layer, const Bat
   auto work = [&](int64_t begin, int64_t end) {
     // Scores of the group's heads, one row per head padded to 16 entries.
     thread_local std::vector<float> scores;
+    // Where each key's K and V rows start (fill_rows).
+    thread_local std::vector<int64_t> rows;
     for (int64_t task_index = begin; task_index < end; ++task_index) {
       // Last tokens first: in a causal prefill later tokens have more keys, and handing out the
       // longest tasks first lets the dynamic chunks even out the threads.
       const int64_t t = batch.num_tokens - 1 - task_index / layer.num_kv_heads;
       const int64_t g = task_index % layer.num_kv_heads;
+      const int64_t num_keys = static_cast<int64_t>(batch.positions[t]) + 1;
+      if (rows.size() < static_cast<std::size_t>(num_keys)) rows.resize(static_cast<std::size_t>(num_keys));
+      fill_rows(layer, batch.block_tables[batch.seq_indices[t]], g, num_keys, rows.data());
       const GroupTask task{.q = q + t * q_stride + g * group * layer.head_dim,
                            .out = out + t * out_stride + g * group * layer.head_dim,
-                           .table = batch.block_tables[batch.seq_indices[t]],
-                           .num_keys = static_cast<int64_t>(batch.positions[t]) + 1,
-                           .kv_head = g,
+                           .rows = rows.data(),
+                           .num_keys = num_keys,
                            .group = group};
-      const std::size_t need = static_cast<std::size_t>(group * round_up(task.num_keys, kLanes));
+      // The scores of the group's heads, then their exp sums.
+      const std::size_t need = static_cast<std::size_t>(group * round_up(task.num_keys, kLanes) + group);
       if (scores.size() < need) scores.resize(need);
       switch (ctx.isa) {
         case Isa::avx512: attend_avx512(layer, task, scale, scores.data()); break;

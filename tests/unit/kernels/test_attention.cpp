@@ -1,5 +1,8 @@
 // kv_cache_write + paged_attention against a double-precision causal attention, on scattered blocks.
 
+#include <array>
+#include <numeric>
+
 #include <catch2/catch.hpp>
 
 #include "cpu/attention.hpp"
@@ -14,16 +17,30 @@ namespace {
 
 struct Setup {
   int64_t head_dim;
-  int64_t q_heads = 6, kv_heads = 2, block_size = 4, num_blocks = 12;
-  // Two sequences: 10 and 7 tokens, blocks deliberately out of order and interleaved.
-  std::vector<int32_t> table0 = {7, 2, 9}, table1 = {0, 11};
+  int64_t q_heads, kv_heads, block_size = 4, num_blocks;
+  int64_t len0, len1;
+  // Two sequences, their blocks deliberately out of order and interleaved.
+  std::vector<int32_t> table0, table1;
   std::vector<int32_t> positions, seqs;
   std::vector<float> q, k, v, k_cache, v_cache;
   std::vector<const int32_t*> tables;
 
-  explicit Setup(int64_t dim) : head_dim(dim) {
-    for (int32_t p = 0; p < 10; ++p) { positions.push_back(p); seqs.push_back(0); }
-    for (int32_t p = 0; p < 7; ++p) { positions.push_back(p); seqs.push_back(1); }
+  Setup(int64_t dim, int64_t q_heads_, int64_t kv_heads_, int64_t len0_, int64_t len1_)
+      : head_dim(dim), q_heads(q_heads_), kv_heads(kv_heads_), len0(len0_), len1(len1_) {
+    const int64_t blocks0 = (len0 + block_size - 1) / block_size, blocks1 = (len1 + block_size - 1) / block_size;
+    num_blocks = blocks0 + blocks1 + 2;  // two blocks nobody uses
+    std::vector<int32_t> ids(static_cast<std::size_t>(num_blocks));
+    // A scrambled order: i -> 5i + 3 (mod n) is a permutation when 5 does not divide n.
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 5 + 3) % ids.size());
+    if (ids.size() % 5 == 0) std::iota(ids.rbegin(), ids.rend(), 0);
+    // Alternate between the sequences while both still need blocks.
+    std::size_t next = 0;
+    while (static_cast<int64_t>(table0.size()) < blocks0 || static_cast<int64_t>(table1.size()) < blocks1) {
+      if (static_cast<int64_t>(table0.size()) < blocks0) table0.push_back(ids[next++]);
+      if (static_cast<int64_t>(table1.size()) < blocks1) table1.push_back(ids[next++]);
+    }
+    for (int32_t p = 0; p < len0; ++p) { positions.push_back(p); seqs.push_back(0); }
+    for (int32_t p = 0; p < len1; ++p) { positions.push_back(p); seqs.push_back(1); }
     const auto t = static_cast<std::size_t>(positions.size());
     q = random_floats(t * static_cast<std::size_t>(q_heads * dim), 1, -2.0f, 2.0f);
     k = random_floats(t * static_cast<std::size_t>(kv_heads * dim), 2, -2.0f, 2.0f);
@@ -44,7 +61,7 @@ std::vector<double> reference(const Setup& s) {
   const int64_t t_count = static_cast<int64_t>(s.positions.size());
   std::vector<double> out(static_cast<std::size_t>(t_count * qw));
   for (int64_t t = 0; t < t_count; ++t) {
-    const int64_t first = s.seqs[static_cast<std::size_t>(t)] == 0 ? 0 : 10;  // tokens of this sequence start here
+    const int64_t first = s.seqs[static_cast<std::size_t>(t)] == 0 ? 0 : s.len0;  // tokens of this sequence start here
     for (int64_t h = 0; h < s.q_heads; ++h) {
       const int64_t g = h / group;
       std::vector<double> scores;
@@ -69,28 +86,36 @@ std::vector<double> reference(const Setup& s) {
 }  // namespace
 
 TEST_CASE("paged attention matches causal attention in double precision on every ISA", "[kernels][attention]") {
-  for (int64_t dim : {64, 40}) {
-    Setup s(dim);
+  // head_dim, query heads, kv heads, the two sequences' lengths: the 64- and 128-dim fast paths
+  // with groups of 1 to 8 heads (more than one pass of the multi-head weighted sum) and sequences
+  // long enough for the rows fetched ahead, and a head_dim with a tail.
+  const std::vector<std::array<int64_t, 5>> shapes = {
+      {64, 6, 2, 10, 7}, {40, 6, 2, 10, 7}, {64, 14, 2, 41, 23}, {128, 8, 1, 37, 20}, {128, 4, 4, 21, 6}};
+  for (const auto& [dim, q_heads, kv_heads, len0, len1] : shapes) {
+    Setup s(dim, q_heads, kv_heads, len0, len1);
+    INFO("head_dim " << dim << ", " << q_heads << " query heads, " << kv_heads << " kv heads, lengths " << len0 << " and " << len1);
     ThreadPool pool(3);
     const int64_t t = static_cast<int64_t>(s.positions.size()), qw = s.q_heads * dim, kw = s.kv_heads * dim;
     kv_cache_write({.pool = &pool, .isa = Isa::scalar}, s.layer(), s.slots(0, t), s.k.data(), kw, s.v.data(), kw);
-    // Each K row landed in its slot.
-    CHECK(s.k_cache[static_cast<std::size_t>(s.layer().offset(9, 1, 1))] == s.k[static_cast<std::size_t>(9 * kw + dim)]);
+    // Each K row landed in its slot: token 9 of the first sequence, kv head 1 (or 0), element 0.
+    const int64_t head = kv_heads > 1 ? 1 : 0;
+    CHECK(s.k_cache[static_cast<std::size_t>(s.layer().offset(s.table0[2], head, 1))] ==
+          s.k[static_cast<std::size_t>(9 * kw + head * dim)]);
     const std::vector<double> expected = reference(s);
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
     std::vector<std::vector<float>> results;
     for (Isa isa : supported_isas()) {
       std::vector<float> out(static_cast<std::size_t>(t * qw));
       paged_attention({.pool = &pool, .isa = isa}, s.layer(), s.slots(0, t), s.q.data(), qw, s.q_heads, scale, out.data(), qw);
-      INFO("dim " << dim << " isa " << to_string(isa));
+      INFO("isa " << to_string(isa));
       double worst = 0;
       for (std::size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(out[i]) - expected[i]));
       CHECK(worst < 2e-6);
-      // The second sequence's tokens alone (a batch of 7) give the same bits.
-      std::vector<float> alone(static_cast<std::size_t>(7 * qw));
-      paged_attention({.pool = &pool, .isa = isa}, s.layer(), s.slots(10, 7), s.q.data() + 10 * qw, qw, s.q_heads, scale,
-                      alone.data(), qw);
-      CHECK(same_bits(alone, std::vector<float>(out.begin() + 10 * qw, out.end())));
+      // The second sequence's tokens alone give the same bits.
+      std::vector<float> alone(static_cast<std::size_t>(len1 * qw));
+      paged_attention({.pool = &pool, .isa = isa}, s.layer(), s.slots(len0, len1), s.q.data() + len0 * qw, qw, s.q_heads,
+                      scale, alone.data(), qw);
+      CHECK(same_bits(alone, std::vector<float>(out.begin() + len0 * qw, out.end())));
       results.push_back(std::move(out));
     }
     for (const auto& r : results) CHECK(same_bits(r, results.front()));
