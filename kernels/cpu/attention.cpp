@@ -12,11 +12,18 @@ namespace {
 
 using simd::kLanes;
 
+// The K and V rows a task reads, as f32: the layer's own rows, or an f32 copy of a bf16 layer's.
+struct F32Rows {
+  const float* k;
+  const float* v;
+  int64_t head_dim;
+};
+
 // One kv head of one token: the `group` query heads that share it.
 struct GroupTask {
   const float* q;         // [group, head_dim]
   float* out;             // [group, head_dim]
-  const int64_t* rows;    // [num_keys]: where key j's row starts in kv.k and in kv.v
+  const int64_t* rows;    // [num_keys]: where key j's row starts in F32Rows::k and ::v
   int64_t num_keys;       // position + 1
   int64_t group;
 };
@@ -28,6 +35,48 @@ void fill_rows(const PagedKvLayer& kv, const int32_t* table, int64_t kv_head, in
     const int64_t base = kv.offset(table[block], kv_head, 0);
     const int64_t count = std::min(kv.block_size, num_keys - first);
     for (int64_t slot = 0; slot < count; ++slot) rows[first + slot] = base + slot * kv.head_dim;
+  }
+}
+
+// The rows of a bf16 layer's task, widened (exactly) to f32 one after another: key j's K row at
+// k + j * head_dim, its V row at v + j * head_dim. rows[] (from fill_rows) become those offsets.
+void widen_rows(const PagedKvLayer& kv, int64_t num_keys, int64_t* rows, float* k, float* v) {
+  const auto* k16 = static_cast<const bf16_t*>(kv.k);
+  const auto* v16 = static_cast<const bf16_t*>(kv.v);
+  const int64_t d = kv.head_dim;
+  for (int64_t j = 0; j < num_keys; ++j) {
+    const bf16_t* k_row = k16 + rows[j];
+    const bf16_t* v_row = v16 + rows[j];
+    float* k_out = k + j * d;
+    float* v_out = v + j * d;
+    for (int64_t i = 0; i < d; ++i) {
+      k_out[i] = bf16_to_f32(k_row[i]);
+      v_out[i] = bf16_to_f32(v_row[i]);
+    }
+    rows[j] = j * d;
+  }
+}
+
+LLAISYS_TARGET_AVX512 inline __m512 widen16_avx512(const bf16_t* in, __mmask16 mask) {
+  const __m256i bits = _mm256_maskz_loadu_epi16(mask, in);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
+
+// widen_rows, 16 elements per instruction (the same exact values).
+LLAISYS_TARGET_AVX512 void widen_rows_avx512(const PagedKvLayer& kv, int64_t num_keys, int64_t* rows, float* k,
+                                             float* v) {
+  const auto* k16 = static_cast<const bf16_t*>(kv.k);
+  const auto* v16 = static_cast<const bf16_t*>(kv.v);
+  const int64_t d = kv.head_dim;
+  for (int64_t j = 0; j < num_keys; ++j) {
+    const bf16_t* k_row = k16 + rows[j];
+    const bf16_t* v_row = v16 + rows[j];
+    for (int64_t i = 0; i < d; i += 16) {
+      const __mmask16 mask = simd::tail_mask(d - i);
+      _mm512_mask_storeu_ps(k + j * d + i, mask, widen16_avx512(k_row + i, mask));
+      _mm512_mask_storeu_ps(v + j * d + i, mask, widen16_avx512(v_row + i, mask));
+    }
+    rows[j] = j * d;
   }
 }
 
@@ -57,7 +106,7 @@ float exp_sum_scalar(float* s, int64_t n, float max) {
   return simd::reduce_lanes(lanes);
 }
 
-void attend_scalar(const PagedKvLayer& kv, const GroupTask& task, float scale, float* scores) {
+void attend_scalar(const F32Rows& kv, const GroupTask& task, float scale, float* scores) {
   const int64_t d = kv.head_dim;
   const int64_t stride = round_up(task.num_keys, kLanes);
   for (int64_t j = 0; j < task.num_keys; ++j) {
@@ -114,7 +163,7 @@ LLAISYS_TARGET_AVX2 float exp_sum_avx2(float* s, int64_t n, float max) {
   return simd::reduce_lanes_avx2(lo, hi);
 }
 
-LLAISYS_TARGET_AVX2 void attend_avx2(const PagedKvLayer& kv, const GroupTask& task, float scale, float* scores) {
+LLAISYS_TARGET_AVX2 void attend_avx2(const F32Rows& kv, const GroupTask& task, float scale, float* scores) {
   const int64_t d = kv.head_dim;
   const int64_t stride = round_up(task.num_keys, kLanes);
   for (int64_t j = 0; j < task.num_keys; ++j) {
@@ -176,7 +225,7 @@ LLAISYS_TARGET_AVX512 float exp_sum_avx512(float* s, int64_t n, float max) {
 // loaded once for all H heads, and the H * C accumulator chains are independent, so the FMA
 // latency no longer paces the loop. Each element still sums over j in order (the canonical order).
 template <int C, int H>
-LLAISYS_TARGET_AVX512 void weighted_values_avx512(const PagedKvLayer& kv, const GroupTask& task, const float* s,
+LLAISYS_TARGET_AVX512 void weighted_values_avx512(const F32Rows& kv, const GroupTask& task, const float* s,
                                                   int64_t s_stride, float* out) {
   __m512 acc[H][C];
 #pragma GCC unroll 16
@@ -204,10 +253,10 @@ LLAISYS_TARGET_AVX512 void weighted_values_avx512(const PagedKvLayer& kv, const 
 // Heads in passes of at most 24 accumulators (6 heads of 64 dims, 3 of 128), the rest of the 32
 // vector registers holding the V row and the weights.
 template <int C, int... H>
-LLAISYS_TARGET_AVX512 void weighted_values_heads_avx512(const PagedKvLayer& kv, const GroupTask& task, const float* s,
+LLAISYS_TARGET_AVX512 void weighted_values_heads_avx512(const F32Rows& kv, const GroupTask& task, const float* s,
                                                         int64_t s_stride, std::integer_sequence<int, H...>) {
   constexpr int kMaxHeads = sizeof...(H);
-  using Pass = void (*)(const PagedKvLayer&, const GroupTask&, const float*, int64_t, float*);
+  using Pass = void (*)(const F32Rows&, const GroupTask&, const float*, int64_t, float*);
   constexpr Pass kPasses[] = {&weighted_values_avx512<C, H + 1>...};
   const int64_t d = 16 * C;
   for (int64_t h = 0; h < task.group; h += kMaxHeads) {
@@ -216,7 +265,7 @@ LLAISYS_TARGET_AVX512 void weighted_values_heads_avx512(const PagedKvLayer& kv, 
   }
 }
 
-LLAISYS_TARGET_AVX512 void weighted_values_any_avx512(const PagedKvLayer& kv, const GroupTask& task, const float* s,
+LLAISYS_TARGET_AVX512 void weighted_values_any_avx512(const F32Rows& kv, const GroupTask& task, const float* s,
                                                       float* out) {
   const int64_t d = kv.head_dim;
   std::fill(out, out + d, 0.0f);
@@ -273,7 +322,7 @@ LLAISYS_TARGET_AVX512 void dot4_heads64_avx512(const float* q, int64_t group, co
   }
 }
 
-LLAISYS_TARGET_AVX512 void attend_avx512(const PagedKvLayer& kv, const GroupTask& task, float scale, float* scores) {
+LLAISYS_TARGET_AVX512 void attend_avx512(const F32Rows& kv, const GroupTask& task, float scale, float* scores) {
   const int64_t d = kv.head_dim;
   const int64_t stride = round_up(task.num_keys, kLanes);
   auto key = [&](int64_t j) { return kv.k + task.rows[j]; };
@@ -320,6 +369,9 @@ void paged_attention(const CpuContext& ctx, const PagedKvLayer& layer, const Bat
     thread_local std::vector<float> scores;
     // Where each key's K and V rows start (fill_rows).
     thread_local std::vector<int64_t> rows;
+    // A bf16 layer's rows of the current task, widened to f32 (widen_rows).
+    thread_local std::vector<float> wide_k;
+    thread_local std::vector<float> wide_v;
     for (int64_t task_index = begin; task_index < end; ++task_index) {
       // Last tokens first: in a causal prefill later tokens have more keys, and handing out the
       // longest tasks first lets the dynamic chunks even out the threads.
@@ -328,6 +380,20 @@ void paged_attention(const CpuContext& ctx, const PagedKvLayer& layer, const Bat
       const int64_t num_keys = static_cast<int64_t>(batch.positions[t]) + 1;
       if (rows.size() < static_cast<std::size_t>(num_keys)) rows.resize(static_cast<std::size_t>(num_keys));
       fill_rows(layer, batch.block_tables[batch.seq_indices[t]], g, num_keys, rows.data());
+      F32Rows kv{.k = static_cast<const float*>(layer.k), .v = static_cast<const float*>(layer.v), .head_dim = layer.head_dim};
+      if (layer.dtype == DType::bf16) {
+        const auto floats = static_cast<std::size_t>(num_keys * layer.head_dim);
+        if (wide_k.size() < floats) {
+          wide_k.resize(floats);
+          wide_v.resize(floats);
+        }
+        if (ctx.isa == Isa::avx512) {
+          widen_rows_avx512(layer, num_keys, rows.data(), wide_k.data(), wide_v.data());
+        } else {
+          widen_rows(layer, num_keys, rows.data(), wide_k.data(), wide_v.data());
+        }
+        kv = {.k = wide_k.data(), .v = wide_v.data(), .head_dim = layer.head_dim};
+      }
       const GroupTask task{.q = q + t * q_stride + g * group * layer.head_dim,
                            .out = out + t * out_stride + g * group * layer.head_dim,
                            .rows = rows.data(),
@@ -337,9 +403,9 @@ void paged_attention(const CpuContext& ctx, const PagedKvLayer& layer, const Bat
       const std::size_t need = static_cast<std::size_t>(group * round_up(task.num_keys, kLanes) + group);
       if (scores.size() < need) scores.resize(need);
       switch (ctx.isa) {
-        case Isa::avx512: attend_avx512(layer, task, scale, scores.data()); break;
-        case Isa::avx2: attend_avx2(layer, task, scale, scores.data()); break;
-        case Isa::scalar: attend_scalar(layer, task, scale, scores.data()); break;
+        case Isa::avx512: attend_avx512(kv, task, scale, scores.data()); break;
+        case Isa::avx2: attend_avx2(kv, task, scale, scores.data()); break;
+        case Isa::scalar: attend_scalar(kv, task, scale, scores.data()); break;
       }
     }
   };

@@ -23,6 +23,7 @@ struct Options {
   cpu::Isa isa = cpu::detect_isa();
   cpu::MatmulPrecision matmul = cpu::MatmulPrecision::f32;
   WeightLoading weights = WeightLoading::automatic;
+  DType kv_dtype = DType::f32;
 };
 
 Result<cpu::MatmulPrecision> parse_matmul(const json::value& v) {
@@ -55,6 +56,15 @@ Result<Options> parse_options(const std::string& text) {
       options.isa = *isa;
     } else if (key == "matmul") {
       LLAISYS_ASSIGN_OR_RETURN(options.matmul, parse_matmul(v));
+    } else if (key == "kv_dtype") {
+      const json::string* name = v.if_string();
+      if (name != nullptr && *name == "f32") {
+        options.kv_dtype = DType::f32;
+      } else if (name != nullptr && *name == "bf16") {
+        options.kv_dtype = DType::bf16;
+      } else {
+        return make_error(ErrorCode::invalid_argument, "option kv_dtype: expected \"f32\" or \"bf16\", got {}", json::serialize(v));
+      }
     } else if (key == "weights") {
       const json::string* name = v.if_string();
       const auto loading = name ? parse_weight_loading(std::string_view(name->data(), name->size())) : std::nullopt;
@@ -104,11 +114,12 @@ Result<std::unique_ptr<DecoderLM>> DecoderLM::open(const ModelCreateParams& para
   auto weights = load_decoder_weights(store, config);
   if (!weights.ok()) return std::move(weights).take_status().with_context(params.model_dir.string());
   return std::make_unique<DecoderLM>(std::move(config), std::move(store), std::move(weights).value(),
-                                     params.num_threads, options.isa, options.matmul, variant.architecture);
+                                     params.num_threads, options.isa, options.matmul, options.kv_dtype,
+                                     variant.architecture);
 }
 
 DecoderLM::DecoderLM(DecoderConfig config, WeightStore store, DecoderWeights weights, int32_t num_threads,
-                     cpu::Isa isa, cpu::MatmulPrecision matmul, std::string architecture)
+                     cpu::Isa isa, cpu::MatmulPrecision matmul, DType kv_dtype, std::string architecture)
     : config_(std::move(config)),
       store_(std::move(store)),
       weights_(std::move(weights)),
@@ -124,16 +135,16 @@ DecoderLM::DecoderLM(DecoderConfig config, WeightStore store, DecoderWeights wei
                     .max_context = config_.max_context,
                     .bos_token_id = config_.bos_token_id,
                     .eos_token_ids = config_.eos_token_ids,
-                    .kv_dtype = DType::f32,
+                    .kv_dtype = kv_dtype,
                     .weight_bytes = weights_.bytes_per_decode_step,
                     .kv_bytes_per_token = 2ull * static_cast<uint64_t>(config_.num_layers) *
                                           static_cast<uint64_t>(config_.num_kv_heads) *
-                                          static_cast<uint64_t>(config_.head_dim) * sizeof(float)};
+                                          static_cast<uint64_t>(config_.head_dim) * dtype_size(kv_dtype)};
   // bf16 products apply where both the ISA and the weights allow them (linear_bf16.hpp).
   const bool bf16_products = matmul == cpu::MatmulPrecision::bf16 && isa == cpu::Isa::avx512;
-  log::info("{}: {} layers, hidden {}, {} threads, isa {}, matmul {}, {:.1f} MB of weights per decode step ({})",
+  log::info("{}: {} layers, hidden {}, {} threads, isa {}, matmul {}, KV cache {}, {:.1f} MB of weights per decode step ({})",
             info_.architecture, config_.num_layers, config_.hidden_size, pool_.num_threads(), cpu::to_string(isa),
-            bf16_products ? "bf16 (activations rounded to bf16 for bf16 weights)" : "f32",
+            bf16_products ? "bf16 (activations rounded to bf16 for bf16 weights)" : "f32", to_string(kv_dtype),
             static_cast<double>(info_.weight_bytes) / 1e6,
             store_.loading() == WeightLoading::memory ? "read into huge-page memory" : "mapped");
 }
@@ -152,16 +163,16 @@ Status DecoderLM::init_kv_cache(const KvCacheConfig& config) {
 }
 
 Status DecoderLM::copy_blocks(std::span<const BlockCopy> copies) {
-  const std::size_t block_floats = static_cast<std::size_t>(config_.num_kv_heads) *
-                                   static_cast<std::size_t>(kv_config_.block_size) *
-                                   static_cast<std::size_t>(config_.head_dim);
-  const std::size_t pool_floats = block_floats * static_cast<std::size_t>(kv_config_.num_blocks);
-  float* base = kv_pool_.as<float>();
+  const std::size_t block_bytes = static_cast<std::size_t>(config_.num_kv_heads) *
+                                  static_cast<std::size_t>(kv_config_.block_size) *
+                                  static_cast<std::size_t>(config_.head_dim) * dtype_size(info_.kv_dtype);
+  const std::size_t pool_bytes = block_bytes * static_cast<std::size_t>(kv_config_.num_blocks);
+  std::byte* base = kv_pool_.data();
   for (const BlockCopy& copy : copies) {
     for (std::size_t half = 0; half < 2 * static_cast<std::size_t>(config_.num_layers); ++half) {
-      float* pool = base + half * pool_floats;
-      std::memcpy(pool + static_cast<std::size_t>(copy.dst) * block_floats,
-                  pool + static_cast<std::size_t>(copy.src) * block_floats, block_floats * sizeof(float));
+      std::byte* pool = base + half * pool_bytes;
+      std::memcpy(pool + static_cast<std::size_t>(copy.dst) * block_bytes,
+                  pool + static_cast<std::size_t>(copy.src) * block_bytes, block_bytes);
     }
   }
   return Status();
@@ -175,15 +186,17 @@ void DecoderLM::run_layer(int32_t layer_index, const cpu::BatchSlots& slots, Act
   const int64_t q_dim = config_.num_heads * hd;
   const int64_t kv_dim = config_.num_kv_heads * hd;
   const int64_t inter = config_.intermediate_size;
-  const std::size_t pool_floats = static_cast<std::size_t>(kv_config_.num_blocks) *
-                                  static_cast<std::size_t>(config_.num_kv_heads) *
-                                  static_cast<std::size_t>(kv_config_.block_size) * static_cast<std::size_t>(hd);
-  float* layer_kv = kv_pool_.as<float>() + 2 * static_cast<std::size_t>(layer_index) * pool_floats;
+  const std::size_t pool_bytes = static_cast<std::size_t>(kv_config_.num_blocks) *
+                                 static_cast<std::size_t>(config_.num_kv_heads) *
+                                 static_cast<std::size_t>(kv_config_.block_size) * static_cast<std::size_t>(hd) *
+                                 dtype_size(info_.kv_dtype);
+  std::byte* layer_kv = kv_pool_.data() + 2 * static_cast<std::size_t>(layer_index) * pool_bytes;
   const cpu::PagedKvLayer kv{.k = layer_kv,
-                             .v = layer_kv + pool_floats,
+                             .v = layer_kv + pool_bytes,
                              .block_size = kv_config_.block_size,
                              .num_kv_heads = config_.num_kv_heads,
-                             .head_dim = hd};
+                             .head_dim = hd,
+                             .dtype = info_.kv_dtype};
   auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
 
   // Attention block.

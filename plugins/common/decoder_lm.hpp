@@ -17,6 +17,11 @@
 //   "matmul": "f32" (default: f32 activations, exact products) | "bf16" (activations rounded to bf16
 //          for the products with bf16 weights, AVX512-BF16; about 2x the arithmetic rate of prefill
 //          and batched decode, not bit-identical to f32) | "auto" (bf16 where the CPU has it).
+//   "kv_dtype": "f32" (default) | "bf16" (K and V rounded to bf16 in the cache: half its memory, so
+//          twice the tokens for the same budget, and half the bytes attention reads; batch
+//          invariance holds within the setting).
+//   "weights": "auto" (default) | "mmap" | "memory": how the safetensors files come into memory
+//          (WeightLoading, llaisys/model/safetensors.hpp).
 
 #include <memory>
 #include <span>
@@ -38,7 +43,7 @@ class DecoderLM {
   static Result<std::unique_ptr<DecoderLM>> open(const ModelCreateParams& params, const DecoderVariant& variant);
 
   DecoderLM(DecoderConfig config, WeightStore store, DecoderWeights weights, int32_t num_threads, cpu::Isa isa,
-            cpu::MatmulPrecision matmul, std::string architecture);
+            cpu::MatmulPrecision matmul, DType kv_dtype, std::string architecture);
 
   const ModelInfo& info() const { return info_; }
   const DecoderConfig& config() const { return config_; }
@@ -61,7 +66,7 @@ class DecoderLM {
   cpu::CpuContext ctx_;
   ModelInfo info_;
   KvCacheConfig kv_config_;
-  AlignedBuffer kv_pool_;  // [layers][K, V][num_blocks, kv_heads, block_size, head_dim] f32
+  AlignedBuffer kv_pool_;  // [layers][K, V][num_blocks, kv_heads, block_size, head_dim] of info_.kv_dtype
   std::vector<float> buffer_;  // activations, grown to the largest batch seen
 };
 

@@ -121,3 +121,59 @@ TEST_CASE("paged attention matches causal attention in double precision on every
     for (const auto& r : results) CHECK(same_bits(r, results.front()));
   }
 }
+
+TEST_CASE("a bf16 KV cache rounds K and V once and attends exactly as over the rounded values", "[kernels][attention]") {
+  const std::vector<std::array<int64_t, 5>> shapes = {{64, 14, 2, 41, 23}, {40, 6, 2, 10, 7}, {128, 8, 1, 37, 20}};
+  for (const auto& [dim, q_heads, kv_heads, len0, len1] : shapes) {
+    INFO("head_dim " << dim << ", " << q_heads << " query heads, " << kv_heads << " kv heads");
+    Setup s(dim, q_heads, kv_heads, len0, len1);
+    ThreadPool pool(2);
+    const int64_t t = static_cast<int64_t>(s.positions.size()), qw = s.q_heads * dim, kw = s.kv_heads * dim;
+    // The bf16 cache, written from the raw rows.
+    std::vector<bf16_t> k16(s.k_cache.size(), 0xFFFF), v16(s.v_cache.size(), 0xFFFF);
+    PagedKvLayer half = s.layer();
+    half.k = k16.data();
+    half.v = v16.data();
+    half.dtype = DType::bf16;
+    kv_cache_write({.pool = &pool, .isa = Isa::scalar}, half, s.slots(0, t), s.k.data(), kw, s.v.data(), kw);
+    // Rounded to nearest even, once: every stored element is f32_to_bf16 of its input.
+    const int64_t head = kv_heads > 1 ? 1 : 0;
+    for (int64_t i = 0; i < dim; ++i) {
+      const auto at = static_cast<std::size_t>(half.offset(s.table0[2], head, 1) + i);
+      const auto from = static_cast<std::size_t>(9 * kw + head * dim + i);
+      CHECK(k16[at] == f32_to_bf16(s.k[from]));
+      CHECK(v16[at] == f32_to_bf16(s.v[from]));
+    }
+    // The f32 cache written from rows already rounded to bf16 values: the same function, in f32.
+    std::vector<float> k_rounded(s.k.size()), v_rounded(s.v.size());
+    for (std::size_t i = 0; i < s.k.size(); ++i) {
+      k_rounded[i] = bf16_to_f32(f32_to_bf16(s.k[i]));
+      v_rounded[i] = bf16_to_f32(f32_to_bf16(s.v[i]));
+    }
+    kv_cache_write({.pool = &pool, .isa = Isa::scalar}, s.layer(), s.slots(0, t), k_rounded.data(), kw, v_rounded.data(), kw);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+    std::vector<float> raw_f32(static_cast<std::size_t>(t * qw));
+    {
+      // And with the unrounded f32 cache the result differs: the rounding really happened.
+      Setup exact(dim, q_heads, kv_heads, len0, len1);
+      kv_cache_write({.pool = &pool, .isa = Isa::scalar}, exact.layer(), exact.slots(0, t), exact.k.data(), kw, exact.v.data(), kw);
+      paged_attention({.pool = &pool, .isa = Isa::scalar}, exact.layer(), exact.slots(0, t), exact.q.data(), qw,
+                      exact.q_heads, scale, raw_f32.data(), qw);
+    }
+    for (Isa isa : supported_isas()) {
+      INFO("isa " << to_string(isa));
+      std::vector<float> from_bf16(static_cast<std::size_t>(t * qw)), from_rounded(from_bf16.size());
+      paged_attention({.pool = &pool, .isa = isa}, half, s.slots(0, t), s.q.data(), qw, s.q_heads, scale,
+                      from_bf16.data(), qw);
+      paged_attention({.pool = &pool, .isa = isa}, s.layer(), s.slots(0, t), s.q.data(), qw, s.q_heads, scale,
+                      from_rounded.data(), qw);
+      CHECK(same_bits(from_bf16, from_rounded));
+      CHECK_FALSE(same_bits(from_bf16, raw_f32));
+      // Batch invariance within the setting.
+      std::vector<float> alone(static_cast<std::size_t>(len1 * qw));
+      paged_attention({.pool = &pool, .isa = isa}, half, s.slots(len0, len1), s.q.data() + len0 * qw, qw, s.q_heads,
+                      scale, alone.data(), qw);
+      CHECK(same_bits(alone, std::vector<float>(from_bf16.begin() + len0 * qw, from_bf16.end())));
+    }
+  }
+}

@@ -1,6 +1,7 @@
-// The opt-in bf16 matmul mode ({"matmul": "bf16"}: activations rounded to bf16 for the products
-// with the bf16 weights) on the tiny model: how far it moves from llama.cpp's f32 reference, and
-// that batch invariance still holds bit for bit within the mode. Skipped without AVX512-BF16.
+// The opt-in bf16 settings on the tiny model. {"matmul": "bf16"} (activations rounded to bf16 for
+// the products with the bf16 weights; skipped without AVX512-BF16) and {"kv_dtype": "bf16"} (K and V
+// rounded to bf16 in the cache): how far each moves from llama.cpp's f32 reference, and that batch
+// invariance still holds bit for bit within the setting.
 
 #include <cstring>
 
@@ -90,4 +91,55 @@ TEST_CASE("qwen2 matmul option: unknown values are refused", "[qwen2][bf16]") {
                       Catch::Contains("bf16 needs isa avx512"));
     CHECK_NOTHROW(open_model(tiny_model_dir(), 1, R"({"isa": "avx2", "matmul": "auto"})"));
   }
+}
+
+TEST_CASE("qwen2 bf16 KV cache: half the bytes, near the llama.cpp reference, batch invariant", "[qwen2][kv]") {
+  const std::string kv16 = R"({"kv_dtype": "bf16"})";
+  AnyModel model = open_model(tiny_model_dir(), 2, kv16);
+  AnyModel exact = open_model(tiny_model_dir(), 2);
+  CHECK(model.info().kv_dtype == DType::bf16);
+  CHECK(exact.info().kv_dtype == DType::f32);
+  CHECK(2 * model.info().kv_bytes_per_token == exact.info().kv_bytes_per_token);
+
+  float max_error = 0;
+  std::size_t positions = 0, top1_agree = 0;
+  for_each_teacher_forced_row(model, 64, [&](const ReferenceCase&, int32_t, const std::vector<float>& logits,
+                                             const Top5& reference) {
+    ++positions;
+    for (const auto& [id, value] : reference) {
+      max_error = std::max(max_error, std::fabs(logits[static_cast<std::size_t>(id)] - value));
+    }
+    if (reference[0].second - reference[1].second > 0.1f) {
+      top1_agree += top_k(logits, 1).front().first == reference[0].first ? 1 : 0;
+    } else {
+      ++top1_agree;
+    }
+  });
+  fmt::print("qwen2 bf16 KV cache: {} positions, max |logit - f32 reference| = {:.3g}\n", positions, max_error);
+  CHECK(positions > 900);
+  CHECK(top1_agree == positions);
+  CHECK(max_error < 0.1f);   // K and V each move by up to 2^-9 relative
+  CHECK(max_error > 2e-3f);  // and the rounding really happened (the f32 cache stays within 2e-3)
+
+  // A sequence alone and inside a mixed prefill + decode batch: the same bits.
+  const ReferenceCase& a = reference_cases().front();
+  const ReferenceCase& b = reference_cases().at(2);
+  const auto a_rows = run_batch(model, {{.tokens = a.prompt_ids, .start = 0, .table = block_range(0, 12), .all_outputs = true}});
+  AnyModel mixed = open_model(tiny_model_dir(), 3, kv16);
+  const auto rows = run_batch(mixed, {{.tokens = b.prompt_ids, .start = 0, .table = block_range(12, 12)},
+                                      {.tokens = a.prompt_ids, .start = 0, .table = block_range(30, 12), .all_outputs = true}});
+  REQUIRE(rows.size() == 1 + a_rows.size());
+  for (std::size_t p = 0; p < a_rows.size(); ++p) {
+    INFO("position " << p);
+    CHECK(std::memcmp(rows[1 + p].data(), a_rows[p].data(), a_rows[p].size() * sizeof(float)) == 0);
+  }
+  const TokenId next = 1000;
+  const auto start = static_cast<int32_t>(a.prompt_ids.size());
+  const auto a_decode = run_batch(model, {{.tokens = {next}, .start = start, .table = block_range(0, 12)}});
+  const auto step = run_batch(mixed, {{.tokens = {next}, .start = start, .table = block_range(30, 12)},
+                                      {.tokens = a.prompt_ids, .start = 0, .table = block_range(50, 12)}});
+  CHECK(std::memcmp(step[0].data(), a_decode[0].data(), a_decode[0].size() * sizeof(float)) == 0);
+
+  CHECK_THROWS_WITH(open_model(tiny_model_dir(), 1, R"({"kv_dtype": "fp8"})"),
+                    Catch::Contains("option kv_dtype: expected \"f32\" or \"bf16\""));
 }
