@@ -1,6 +1,7 @@
 #include "attention.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -364,34 +365,53 @@ void paged_attention(const CpuContext& ctx, const PagedKvLayer& layer, const Bat
                      int64_t q_stride, int64_t num_q_heads, float scale, float* out, int64_t out_stride) {
   const int64_t group = num_q_heads / layer.num_kv_heads;
   const int64_t num_tasks = batch.num_tokens * layer.num_kv_heads;
+  // Tells this call's widened rows from an earlier call's (the cache may have changed since).
+  static std::atomic<uint64_t> calls{0};
+  const uint64_t call = calls.fetch_add(1, std::memory_order_relaxed) + 1;
   auto work = [&](int64_t begin, int64_t end) {
     // Scores of the group's heads, one row per head padded to 16 entries.
     thread_local std::vector<float> scores;
     // Where each key's K and V rows start (fill_rows).
     thread_local std::vector<int64_t> rows;
-    // A bf16 layer's rows of the current task, widened to f32 (widen_rows).
+    // A bf16 layer's rows, widened to f32 (widen_rows) for one sequence and kv head of one call:
+    // the first `widened` keys. A prefill's later tasks of that sequence and head reuse them.
     thread_local std::vector<float> wide_k;
     thread_local std::vector<float> wide_v;
+    thread_local struct {
+      uint64_t call = 0;
+      const int32_t* table = nullptr;
+      int64_t kv_head = -1;
+      int64_t widened = 0;
+    } wide;
     for (int64_t task_index = begin; task_index < end; ++task_index) {
-      // Last tokens first: in a causal prefill later tokens have more keys, and handing out the
-      // longest tasks first lets the dynamic chunks even out the threads.
-      const int64_t t = batch.num_tokens - 1 - task_index / layer.num_kv_heads;
-      const int64_t g = task_index % layer.num_kv_heads;
+      // kv head by kv head, last tokens first: in a causal prefill later tokens have more keys, and
+      // handing out the longest tasks first lets the dynamic chunks even out the threads; a thread's
+      // consecutive tasks share a kv head (and, in a prefill, a sequence).
+      const int64_t g = task_index / batch.num_tokens;
+      const int64_t t = batch.num_tokens - 1 - task_index % batch.num_tokens;
       const int64_t num_keys = static_cast<int64_t>(batch.positions[t]) + 1;
+      const int32_t* table = batch.block_tables[batch.seq_indices[t]];
       if (rows.size() < static_cast<std::size_t>(num_keys)) rows.resize(static_cast<std::size_t>(num_keys));
-      fill_rows(layer, batch.block_tables[batch.seq_indices[t]], g, num_keys, rows.data());
       F32Rows kv{.k = static_cast<const float*>(layer.k), .v = static_cast<const float*>(layer.v), .head_dim = layer.head_dim};
-      if (layer.dtype == DType::bf16) {
-        const auto floats = static_cast<std::size_t>(num_keys * layer.head_dim);
-        if (wide_k.size() < floats) {
-          wide_k.resize(floats);
-          wide_v.resize(floats);
+      if (layer.dtype != DType::bf16) {
+        fill_rows(layer, table, g, num_keys, rows.data());
+      } else {
+        if (wide.call != call || wide.table != table || wide.kv_head != g || wide.widened < num_keys) {
+          const auto floats = static_cast<std::size_t>(num_keys * layer.head_dim);
+          if (wide_k.size() < floats) {
+            wide_k.resize(floats);
+            wide_v.resize(floats);
+          }
+          fill_rows(layer, table, g, num_keys, rows.data());
+          if (ctx.isa == Isa::avx512) {
+            widen_rows_avx512(layer, num_keys, rows.data(), wide_k.data(), wide_v.data());
+          } else {
+            widen_rows(layer, num_keys, rows.data(), wide_k.data(), wide_v.data());
+          }
+          wide = {.call = call, .table = table, .kv_head = g, .widened = num_keys};
         }
-        if (ctx.isa == Isa::avx512) {
-          widen_rows_avx512(layer, num_keys, rows.data(), wide_k.data(), wide_v.data());
-        } else {
-          widen_rows(layer, num_keys, rows.data(), wide_k.data(), wide_v.data());
-        }
+        // Widened rows are contiguous: key j at j * head_dim (as widen_rows left rows[]).
+        for (int64_t j = 0; j < num_keys; ++j) rows[static_cast<std::size_t>(j)] = j * layer.head_dim;
         kv = {.k = wide_k.data(), .v = wide_v.data(), .head_dim = layer.head_dim};
       }
       const GroupTask task{.q = q + t * q_stride + g * group * layer.head_dim,
