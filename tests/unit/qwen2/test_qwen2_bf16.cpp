@@ -19,6 +19,59 @@ namespace {
 
 const std::string kBf16 = R"({"matmul": "bf16"})";
 
+// How far a setting's teacher-forced logits are from llama.cpp's f32 reference (its top 5 at every
+// position of the reference cases).
+struct ReferenceDistance {
+  std::size_t positions = 0;
+  float max_error = 0;          // largest |logit - reference| over the reference's top 5
+  std::size_t top1_agree = 0;   // positions where the top-1 is the reference's, or its top two are within 0.1
+};
+
+ReferenceDistance distance_from_reference(AnyModel& model) {
+  ReferenceDistance d;
+  for_each_teacher_forced_row(model, 64, [&](const ReferenceCase&, int32_t, const std::vector<float>& logits,
+                                             const Top5& reference) {
+    ++d.positions;
+    for (const auto& [id, value] : reference) {
+      d.max_error = std::max(d.max_error, std::fabs(logits[static_cast<std::size_t>(id)] - value));
+    }
+    // Where the reference's top two are clearly apart, the setting must pick the same token.
+    if (reference[0].second - reference[1].second > 0.1f) {
+      d.top1_agree += top_k(logits, 1).front().first == reference[0].first ? 1 : 0;
+    } else {
+      ++d.top1_agree;
+    }
+  });
+  return d;
+}
+
+// A sequence's logits alone equal its logits inside a mixed batch, bit for bit: prefill rows (the
+// tile path) and a decode step (one row: the GEMV path) beside a prefill chunk.
+void check_batch_invariance(const std::string& options) {
+  const ReferenceCase& a = reference_cases().front();
+  const ReferenceCase& b = reference_cases().at(2);  // 30 and 49 tokens: 4 blocks each are enough
+  AnyModel alone = open_model(tiny_model_dir(), 1, options);
+  const auto a_rows = run_batch(alone, {{.tokens = a.prompt_ids, .start = 0, .table = block_range(0, 12), .all_outputs = true}});
+  AnyModel mixed = open_model(tiny_model_dir(), 3, options);
+  const auto rows = run_batch(mixed, {{.tokens = b.prompt_ids, .start = 0, .table = block_range(12, 12)},
+                                      {.tokens = a.prompt_ids, .start = 0, .table = block_range(30, 12), .all_outputs = true}});
+  REQUIRE(rows.size() == 1 + a_rows.size());
+  for (std::size_t p = 0; p < a_rows.size(); ++p) {
+    INFO("position " << p);
+    CHECK(std::memcmp(rows[1 + p].data(), a_rows[p].data(), a_rows[p].size() * sizeof(float)) == 0);
+  }
+  const TokenId next = 1000;
+  const auto start = static_cast<int32_t>(a.prompt_ids.size());
+  const auto a_decode = run_batch(alone, {{.tokens = {next}, .start = start, .table = block_range(0, 12)}});
+  const auto step = run_batch(mixed, {{.tokens = {next}, .start = start, .table = block_range(30, 12)},
+                                      {.tokens = a.prompt_ids, .start = 0, .table = block_range(50, 12)}});
+  CHECK(std::memcmp(step[0].data(), a_decode[0].data(), a_decode[0].size() * sizeof(float)) == 0);
+  // And the setting is not the default path under another name.
+  AnyModel exact = open_model(tiny_model_dir(), 1);
+  const auto f32_rows = run_batch(exact, {{.tokens = a.prompt_ids, .start = 0, .table = block_range(0, 12), .all_outputs = true}});
+  CHECK(std::memcmp(f32_rows.back().data(), a_rows.back().data(), a_rows.back().size() * sizeof(float)) != 0);
+}
+
 }  // namespace
 
 TEST_CASE("qwen2 bf16 matmul stays within bf16 rounding of the llama.cpp reference", "[qwen2][bf16]") {
@@ -27,29 +80,15 @@ TEST_CASE("qwen2 bf16 matmul stays within bf16 rounding of the llama.cpp referen
     return;
   }
   AnyModel model = open_model(tiny_model_dir(), 2, kBf16);
-  float max_error = 0;
-  std::size_t positions = 0, top1_agree = 0;
-  for_each_teacher_forced_row(model, 64, [&](const ReferenceCase&, int32_t, const std::vector<float>& logits,
-                                             const Top5& reference) {
-    ++positions;
-    for (const auto& [id, value] : reference) {
-      max_error = std::max(max_error, std::fabs(logits[static_cast<std::size_t>(id)] - value));
-    }
-    // Where the reference's top two are clearly apart, the mode must pick the same token.
-    if (reference[0].second - reference[1].second > 0.1f) {
-      top1_agree += top_k(logits, 1).front().first == reference[0].first ? 1 : 0;
-    } else {
-      ++top1_agree;
-    }
-  });
-  fmt::print("qwen2 bf16 matmul: {} positions, max |logit - f32 reference| = {:.3g}, top-1 agrees at {}\n", positions,
-             max_error, top1_agree);
-  CHECK(positions > 900);
-  CHECK(top1_agree == positions);
+  const ReferenceDistance d = distance_from_reference(model);
+  fmt::print("qwen2 bf16 matmul: {} positions, max |logit - f32 reference| = {:.3g}, top-1 agrees at {}\n", d.positions,
+             d.max_error, d.top1_agree);
+  CHECK(d.positions > 900);
+  CHECK(d.top1_agree == d.positions);
   // Not the f32 path's 2e-3: every activation entering a product moves by up to 2^-9 relative, over
   // 3 layers and the lm head. Measured 0.081 on top logits of 14-22 (Zen 4): 0.4-0.6% of them.
-  CHECK(max_error < 0.15f);
-  CHECK(max_error > 2e-3f);  // the mode really ran: the f32 path stays within 2e-3 (test_qwen2_parity)
+  CHECK(d.max_error < 0.15f);
+  CHECK(d.max_error > 2e-3f);  // the mode really ran: the f32 path stays within 2e-3 (test_qwen2_parity)
 }
 
 TEST_CASE("qwen2 bf16 matmul: a sequence's logits alone equal its logits inside a mixed batch", "[qwen2][bf16]") {
@@ -57,28 +96,7 @@ TEST_CASE("qwen2 bf16 matmul: a sequence's logits alone equal its logits inside 
     WARN("this CPU has no AVX512-BF16: the bf16 matmul mode is not tested here");
     return;
   }
-  const ReferenceCase& a = reference_cases().front();
-  const ReferenceCase& b = reference_cases().at(2);  // 30 and 49 tokens: 4 blocks each are enough
-  AnyModel alone = open_model(tiny_model_dir(), 1, kBf16);
-  const auto a_rows = run_batch(alone, {{.tokens = a.prompt_ids, .start = 0, .table = block_range(0, 12), .all_outputs = true}});
-  AnyModel mixed = open_model(tiny_model_dir(), 3, kBf16);
-  const auto rows = run_batch(mixed, {{.tokens = b.prompt_ids, .start = 0, .table = block_range(12, 12)},
-                                      {.tokens = a.prompt_ids, .start = 0, .table = block_range(30, 12), .all_outputs = true}});
-  REQUIRE(rows.size() == 1 + a_rows.size());
-  for (std::size_t p = 0; p < a_rows.size(); ++p) {
-    INFO("position " << p);
-    CHECK(std::memcmp(rows[1 + p].data(), a_rows[p].data(), a_rows[p].size() * sizeof(float)) == 0);
-  }
-  // A decode step (one row: the GEMV path) alone and beside a prefill chunk (the tile path).
-  const TokenId next = 1000;
-  const auto a_decode = run_batch(alone, {{.tokens = {next}, .start = static_cast<int32_t>(a.prompt_ids.size()), .table = block_range(0, 12)}});
-  const auto step = run_batch(mixed, {{.tokens = {next}, .start = static_cast<int32_t>(a.prompt_ids.size()), .table = block_range(30, 12)},
-                                      {.tokens = a.prompt_ids, .start = 0, .table = block_range(50, 12)}});
-  CHECK(std::memcmp(step[0].data(), a_decode[0].data(), a_decode[0].size() * sizeof(float)) == 0);
-  // And the mode is not the f32 path under another name.
-  AnyModel exact = open_model(tiny_model_dir(), 1);
-  const auto f32_rows = run_batch(exact, {{.tokens = a.prompt_ids, .start = 0, .table = block_range(0, 12), .all_outputs = true}});
-  CHECK(std::memcmp(f32_rows.back().data(), a_rows.back().data(), a_rows.back().size() * sizeof(float)) != 0);
+  check_batch_invariance(kBf16);
 }
 
 TEST_CASE("qwen2 matmul option: unknown values are refused", "[qwen2][bf16]") {
@@ -101,45 +119,14 @@ TEST_CASE("qwen2 bf16 KV cache: half the bytes, near the llama.cpp reference, ba
   CHECK(exact.info().kv_dtype == DType::f32);
   CHECK(2 * model.info().kv_bytes_per_token == exact.info().kv_bytes_per_token);
 
-  float max_error = 0;
-  std::size_t positions = 0, top1_agree = 0;
-  for_each_teacher_forced_row(model, 64, [&](const ReferenceCase&, int32_t, const std::vector<float>& logits,
-                                             const Top5& reference) {
-    ++positions;
-    for (const auto& [id, value] : reference) {
-      max_error = std::max(max_error, std::fabs(logits[static_cast<std::size_t>(id)] - value));
-    }
-    if (reference[0].second - reference[1].second > 0.1f) {
-      top1_agree += top_k(logits, 1).front().first == reference[0].first ? 1 : 0;
-    } else {
-      ++top1_agree;
-    }
-  });
-  fmt::print("qwen2 bf16 KV cache: {} positions, max |logit - f32 reference| = {:.3g}\n", positions, max_error);
-  CHECK(positions > 900);
-  CHECK(top1_agree == positions);
-  CHECK(max_error < 0.1f);   // K and V each move by up to 2^-9 relative
-  CHECK(max_error > 2e-3f);  // and the rounding really happened (the f32 cache stays within 2e-3)
+  const ReferenceDistance d = distance_from_reference(model);
+  fmt::print("qwen2 bf16 KV cache: {} positions, max |logit - f32 reference| = {:.3g}\n", d.positions, d.max_error);
+  CHECK(d.positions > 900);
+  CHECK(d.top1_agree == d.positions);
+  CHECK(d.max_error < 0.1f);   // K and V each move by up to 2^-9 relative; measured 0.038
+  CHECK(d.max_error > 2e-3f);  // and the rounding really happened (the f32 cache stays within 2e-3)
 
-  // A sequence alone and inside a mixed prefill + decode batch: the same bits.
-  const ReferenceCase& a = reference_cases().front();
-  const ReferenceCase& b = reference_cases().at(2);
-  const auto a_rows = run_batch(model, {{.tokens = a.prompt_ids, .start = 0, .table = block_range(0, 12), .all_outputs = true}});
-  AnyModel mixed = open_model(tiny_model_dir(), 3, kv16);
-  const auto rows = run_batch(mixed, {{.tokens = b.prompt_ids, .start = 0, .table = block_range(12, 12)},
-                                      {.tokens = a.prompt_ids, .start = 0, .table = block_range(30, 12), .all_outputs = true}});
-  REQUIRE(rows.size() == 1 + a_rows.size());
-  for (std::size_t p = 0; p < a_rows.size(); ++p) {
-    INFO("position " << p);
-    CHECK(std::memcmp(rows[1 + p].data(), a_rows[p].data(), a_rows[p].size() * sizeof(float)) == 0);
-  }
-  const TokenId next = 1000;
-  const auto start = static_cast<int32_t>(a.prompt_ids.size());
-  const auto a_decode = run_batch(model, {{.tokens = {next}, .start = start, .table = block_range(0, 12)}});
-  const auto step = run_batch(mixed, {{.tokens = {next}, .start = start, .table = block_range(30, 12)},
-                                      {.tokens = a.prompt_ids, .start = 0, .table = block_range(50, 12)}});
-  CHECK(std::memcmp(step[0].data(), a_decode[0].data(), a_decode[0].size() * sizeof(float)) == 0);
-
+  check_batch_invariance(kv16);
   CHECK_THROWS_WITH(open_model(tiny_model_dir(), 1, R"({"kv_dtype": "fp8"})"),
                     Catch::Contains("option kv_dtype: expected \"f32\" or \"bf16\""));
 }
