@@ -39,45 +39,30 @@ void fill_rows(const PagedKvLayer& kv, const int32_t* table, int64_t kv_head, in
   }
 }
 
-// The rows of a bf16 layer's task, widened (exactly) to f32 one after another: key j's K row at
-// k + j * head_dim, its V row at v + j * head_dim. rows[] (from fill_rows) become those offsets.
-void widen_rows(const PagedKvLayer& kv, int64_t num_keys, int64_t* rows, float* k, float* v) {
-  const auto* k16 = static_cast<const bf16_t*>(kv.k);
-  const auto* v16 = static_cast<const bf16_t*>(kv.v);
-  const int64_t d = kv.head_dim;
-  for (int64_t j = 0; j < num_keys; ++j) {
-    const bf16_t* k_row = k16 + rows[j];
-    const bf16_t* v_row = v16 + rows[j];
-    float* k_out = k + j * d;
-    float* v_out = v + j * d;
-    for (int64_t i = 0; i < d; ++i) {
-      k_out[i] = bf16_to_f32(k_row[i]);
-      v_out[i] = bf16_to_f32(v_row[i]);
-    }
-    rows[j] = j * d;
+// One bf16 row widened (exactly) to f32.
+void widen_row(const bf16_t* in, float* out, int64_t d) {
+  for (int64_t i = 0; i < d; ++i) out[i] = bf16_to_f32(in[i]);
+}
+
+// The same, 16 elements per instruction (the same exact values).
+LLAISYS_TARGET_AVX512 void widen_row_avx512(const bf16_t* in, float* out, int64_t d) {
+  for (int64_t i = 0; i < d; i += 16) {
+    const __mmask16 mask = simd::tail_mask(d - i);
+    const __m256i bits = _mm256_maskz_loadu_epi16(mask, in + i);
+    _mm512_mask_storeu_ps(out + i, mask, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16)));
   }
 }
 
-LLAISYS_TARGET_AVX512 inline __m512 widen16_avx512(const bf16_t* in, __mmask16 mask) {
-  const __m256i bits = _mm256_maskz_loadu_epi16(mask, in);
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-}
-
-// widen_rows, 16 elements per instruction (the same exact values).
-LLAISYS_TARGET_AVX512 void widen_rows_avx512(const PagedKvLayer& kv, int64_t num_keys, int64_t* rows, float* k,
-                                             float* v) {
+// The K and V rows of a bf16 layer's task (rows[] from fill_rows), widened to f32 one after
+// another: key j's K row at k + j * head_dim, its V row at v + j * head_dim.
+void widen_rows(Isa isa, const PagedKvLayer& kv, int64_t num_keys, const int64_t* rows, float* k, float* v) {
+  const auto widen = isa == Isa::avx512 ? &widen_row_avx512 : &widen_row;
   const auto* k16 = static_cast<const bf16_t*>(kv.k);
   const auto* v16 = static_cast<const bf16_t*>(kv.v);
   const int64_t d = kv.head_dim;
   for (int64_t j = 0; j < num_keys; ++j) {
-    const bf16_t* k_row = k16 + rows[j];
-    const bf16_t* v_row = v16 + rows[j];
-    for (int64_t i = 0; i < d; i += 16) {
-      const __mmask16 mask = simd::tail_mask(d - i);
-      _mm512_mask_storeu_ps(k + j * d + i, mask, widen16_avx512(k_row + i, mask));
-      _mm512_mask_storeu_ps(v + j * d + i, mask, widen16_avx512(v_row + i, mask));
-    }
-    rows[j] = j * d;
+    widen(k16 + rows[j], k + j * d, d);
+    widen(v16 + rows[j], v + j * d, d);
   }
 }
 
@@ -431,14 +416,10 @@ void paged_attention(const CpuContext& ctx, const PagedKvLayer& layer, const Bat
             wide_v.resize(floats);
           }
           fill_rows(layer, table, g, num_keys, rows.data());
-          if (ctx.isa == Isa::avx512) {
-            widen_rows_avx512(layer, num_keys, rows.data(), wide_k.data(), wide_v.data());
-          } else {
-            widen_rows(layer, num_keys, rows.data(), wide_k.data(), wide_v.data());
-          }
+          widen_rows(ctx.isa, layer, num_keys, rows.data(), wide_k.data(), wide_v.data());
           wide = {.call = call, .table = table, .kv_head = g, .widened = num_keys};
         }
-        // Widened rows are contiguous: key j at j * head_dim (as widen_rows left rows[]).
+        // Widened rows are contiguous: key j at j * head_dim.
         for (int64_t j = 0; j < num_keys; ++j) rows[static_cast<std::size_t>(j)] = j * layer.head_dim;
         kv = {.k = wide_k.data(), .v = wide_v.data(), .head_dim = layer.head_dim};
       }
