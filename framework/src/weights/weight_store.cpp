@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 
 #include "llaisys/core/log.hpp"
+#include "llaisys/core/host_memory.hpp"
 #include "llaisys/model/safetensors.hpp"
 #include "strict_json.hpp"
 

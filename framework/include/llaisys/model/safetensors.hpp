@@ -68,7 +68,8 @@ Result<SafetensorsHeader> parse_safetensors(std::span<const std::byte> file, std
 
 // How a model file's bytes come into memory.
 enum class WeightLoading : uint8_t {
-  // `memory` when the files take at most kAutoMemoryShare of the memory available now, else `map`.
+  // `memory` when the files take at most kAutoMemoryShare of available_memory_bytes()
+  // (llaisys/core/host_memory.hpp), else `map`.
   automatic,
   // mmap: the page cache's pages are used in place (shared between processes, nothing copied, the
   // kernel may drop them under memory pressure), in 4 KiB pages.
@@ -82,13 +83,6 @@ inline constexpr double kAutoMemoryShare = 0.7;
 std::string_view to_string(WeightLoading loading);
 // "auto", "mmap" or "memory".
 std::optional<WeightLoading> parse_weight_loading(std::string_view text);
-// MemAvailable of /proc/meminfo (free memory on a system without it), or less when the process's
-// cgroup (a container) leaves less room: in bytes.
-uint64_t available_memory_bytes();
-// What the memory limits of this process's cgroups (v2, or v1's memory controller, the tightest of
-// each cgroup and its ancestors) still allow it to take, counting reclaimable file cache as free;
-// nullopt when no limit applies. `root` is "/" but for tests.
-std::optional<uint64_t> cgroup_memory_headroom(const std::filesystem::path& root = "/");
 
 // A whole file's bytes, read-only: mapped, or read into memory (WeightLoading; `automatic` means
 // `memory` here). Empty files give an empty span.
