@@ -19,6 +19,7 @@
 #include "cuda/rms_norm.hpp"
 #include "cuda/rope_kv.hpp"
 #include "cuda/swiglu.hpp"
+#include "decoder_options.hpp"
 #include "llaisys/core/log.hpp"
 #include "rope_frequencies.hpp"
 
@@ -90,15 +91,7 @@ Result<Options> parse_options(const std::string& text) {
   }
   Options options;
   if (const json::value* kv = value.as_object().if_contains("kv_dtype")) {
-    const json::string* name = kv->if_string();
-    if (name != nullptr && *name == "bf16") {
-      options.kv_dtype = DType::bf16;
-    } else if (name != nullptr && *name == "f32") {
-      options.kv_dtype = DType::f32;
-    } else {
-      return make_error(ErrorCode::invalid_argument, "option kv_dtype: expected \"bf16\" or \"f32\", got {}",
-                        json::serialize(*kv));
-    }
+    LLAISYS_ASSIGN_OR_RETURN(options.kv_dtype, parse_kv_dtype_option(*kv));
   }
   return options;
 }

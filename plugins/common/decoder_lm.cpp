@@ -13,6 +13,7 @@
 #include "cpu/rms_norm.hpp"
 #include "cpu/rope.hpp"
 #include "cpu/swiglu.hpp"
+#include "decoder_options.hpp"
 #include "llaisys/core/log.hpp"
 
 namespace llaisys::decoder {
@@ -57,14 +58,7 @@ Result<Options> parse_options(const std::string& text) {
     } else if (key == "matmul") {
       LLAISYS_ASSIGN_OR_RETURN(options.matmul, parse_matmul(v));
     } else if (key == "kv_dtype") {
-      const json::string* name = v.if_string();
-      if (name != nullptr && *name == "f32") {
-        options.kv_dtype = DType::f32;
-      } else if (name != nullptr && *name == "bf16") {
-        options.kv_dtype = DType::bf16;
-      } else {
-        return make_error(ErrorCode::invalid_argument, "option kv_dtype: expected \"f32\" or \"bf16\", got {}", json::serialize(v));
-      }
+      LLAISYS_ASSIGN_OR_RETURN(options.kv_dtype, parse_kv_dtype_option(v));
     } else if (key == "weights") {
       const json::string* name = v.if_string();
       const auto loading = name ? parse_weight_loading(std::string_view(name->data(), name->size())) : std::nullopt;
@@ -162,10 +156,13 @@ Status DecoderLM::init_kv_cache(const KvCacheConfig& config) {
   return Status();
 }
 
+std::size_t DecoderLM::kv_block_bytes() const {
+  return static_cast<std::size_t>(config_.num_kv_heads) * static_cast<std::size_t>(kv_config_.block_size) *
+         static_cast<std::size_t>(config_.head_dim) * dtype_size(info_.kv_dtype);
+}
+
 Status DecoderLM::copy_blocks(std::span<const BlockCopy> copies) {
-  const std::size_t block_bytes = static_cast<std::size_t>(config_.num_kv_heads) *
-                                  static_cast<std::size_t>(kv_config_.block_size) *
-                                  static_cast<std::size_t>(config_.head_dim) * dtype_size(info_.kv_dtype);
+  const std::size_t block_bytes = kv_block_bytes();
   const std::size_t pool_bytes = block_bytes * static_cast<std::size_t>(kv_config_.num_blocks);
   std::byte* base = kv_pool_.data();
   for (const BlockCopy& copy : copies) {
@@ -186,10 +183,7 @@ void DecoderLM::run_layer(int32_t layer_index, const cpu::BatchSlots& slots, Act
   const int64_t q_dim = config_.num_heads * hd;
   const int64_t kv_dim = config_.num_kv_heads * hd;
   const int64_t inter = config_.intermediate_size;
-  const std::size_t pool_bytes = static_cast<std::size_t>(kv_config_.num_blocks) *
-                                 static_cast<std::size_t>(config_.num_kv_heads) *
-                                 static_cast<std::size_t>(kv_config_.block_size) * static_cast<std::size_t>(hd) *
-                                 dtype_size(info_.kv_dtype);
+  const std::size_t pool_bytes = kv_block_bytes() * static_cast<std::size_t>(kv_config_.num_blocks);
   std::byte* layer_kv = kv_pool_.data() + 2 * static_cast<std::size_t>(layer_index) * pool_bytes;
   const cpu::PagedKvLayer kv{.k = layer_kv,
                              .v = layer_kv + pool_bytes,

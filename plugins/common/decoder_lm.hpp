@@ -57,6 +57,8 @@ class DecoderLM {
  private:
   struct Activations;
   void run_layer(int32_t layer_index, const cpu::BatchSlots& slots, Activations& a);
+  // Bytes of one block of one layer's K (or V): the pool is [layers][K, V][num_blocks] of them.
+  std::size_t kv_block_bytes() const;
 
   DecoderConfig config_;
   WeightStore store_;  // owns the mapped files the weights point into
