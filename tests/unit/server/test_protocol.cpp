@@ -294,7 +294,7 @@ TEST_CASE("command-line flags override the config file") {
   const std::string file_arg = file.string();
   std::vector<std::string> args = {"llaisys-server", "--config", file_arg, "--port", "9100", "--model", "b=/y",
                                    "--max-running-requests", "5", "--max-queued-requests", "7",
-                                   "--write-timeout-ms", "750"};
+                                   "--write-timeout-ms", "750", "--model-options", R"({"kv_dtype": "bf16"})"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   ServerConfig config;
@@ -309,6 +309,9 @@ TEST_CASE("command-line flags override the config file") {
   CHECK(config.models[1].path == "/y");
   CHECK(config.models[1].engine.max_num_seqs == 5);
   CHECK(config.models[1].max_queued_requests == 7);
+  // --model-options applies to the --model models; the file's model keeps its own options.
+  CHECK(config.models[1].options_json == R"({"kv_dtype": "bf16"})");
+  CHECK(config.models[0].options_json != config.models[1].options_json);
 }
 
 TEST_CASE("model arguments: NAME=DIR or DIR") {
