@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "llaisys/sampling/sampler.hpp"
@@ -38,11 +40,40 @@ Status SamplingParams::validate(int32_t vocab_size) const {
   return Status();
 }
 
+// The plain scan (update on strictly greater) over a vocabulary-sized row is a chain of dependent
+// compares, ~3% of a 32-sequence greedy decode step. Blocks first take their maximum in independent
+// lanes (which the compiler vectorises); only a block holding a value above the best so far is
+// scanned in order. Same answer as the plain scan: ties keep the lower index, NaN is never chosen
+// after index 0 (and NaN at index 0 is kept, as nothing compares greater).
 TokenId argmax(std::span<const float> logits) {
   if (logits.empty()) return -1;
+  constexpr std::size_t kLanes = 16;
+  constexpr std::size_t kBlock = 256;
   std::size_t best = 0;
-  for (std::size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > logits[best]) best = i;
+  float best_value = logits[0];
+  std::size_t i = 1;
+  while (i < logits.size()) {
+    const std::size_t end = std::min(logits.size(), i + kBlock);
+    bool above = false;
+    if (end - i == kBlock) {
+      std::array<float, kLanes> lane;
+      lane.fill(best_value);
+      for (std::size_t j = i; j < end; j += kLanes) {
+        for (std::size_t l = 0; l < kLanes; ++l) lane[l] = logits[j + l] > lane[l] ? logits[j + l] : lane[l];
+      }
+      for (float v : lane) above = above || v > best_value;
+    } else {
+      above = true;
+    }
+    if (above) {
+      for (std::size_t j = i; j < end; ++j) {
+        if (logits[j] > best_value) {
+          best = j;
+          best_value = logits[j];
+        }
+      }
+    }
+    i = end;
   }
   return static_cast<TokenId>(best);
 }

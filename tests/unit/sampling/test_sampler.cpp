@@ -105,6 +105,51 @@ TEST_CASE("greedy picks the first maximal logit") {
   CHECK(argmax(std::vector<float>{}) == -1);
 }
 
+TEST_CASE("argmax over vocabulary-sized rows equals the plain first-maximum scan") {
+  // The reference: the definition, index by index.
+  auto reference = [](const std::vector<float>& row) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < row.size(); ++i) {
+      if (row[i] > row[best]) best = i;
+    }
+    return static_cast<TokenId>(best);
+  };
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const std::size_t sizes[] = {1, 2, 15, 16, 17, 255, 256, 257, 258, 511, 4097, 151936};
+  for (std::size_t size : sizes) {
+    for (int trial = 0; trial < 24; ++trial) {
+      std::vector<float> row(size);
+      for (float& x : row) x = normal(gen);
+      const std::size_t a = gen() % size, b = gen() % size;
+      switch (trial % 6) {
+        case 1:  // a tie for the maximum: the lower index wins
+          row[a] = row[b] = 100.0f;
+          break;
+        case 2:  // the maximum in the last element (a partial block)
+          row[size - 1] = 50.0f;
+          break;
+        case 3:  // NaNs are never chosen after index 0; NaN at index 0 wins (nothing is greater)
+          row[a] = std::nanf("");
+          row[0] = trial % 12 == 3 ? std::nanf("") : row[0];
+          break;
+        case 4:  // all -inf but one position, or all -inf
+          std::fill(row.begin(), row.end(), -INFINITY);
+          if (trial % 12 == 4) row[b] = -1e30f;
+          break;
+        case 5:  // +inf and a tie of +inf
+          row[b] = INFINITY;
+          row[a] = INFINITY;
+          break;
+        default:
+          break;
+      }
+      INFO("size " << size << ", trial " << trial);
+      CHECK(argmax(row) == reference(row));
+    }
+  }
+}
+
 TEST_CASE("penalties and logit_bias") {
   std::vector<TokenId> scratch;
   const std::vector<TokenId> prompt = {0, 1};
