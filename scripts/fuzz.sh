@@ -9,7 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 seconds=${1:-60}
-targets=(fuzz_chat_template fuzz_tokenizer_json fuzz_tokenizer_encode fuzz_safetensors)
+targets=(fuzz_chat_template fuzz_tokenizer_json fuzz_tokenizer_encode fuzz_safetensors fuzz_openai_request)
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
@@ -20,9 +20,11 @@ rm -rf "$work"
 mkdir -p "$work" "$findings"
 # Seeds: the 17 real chat templates, tokenizer.json samples, the tokenizer test texts, and small
 # safetensors files.
-mkdir -p "$work/fuzz_chat_template" "$work/fuzz_tokenizer_json" "$work/fuzz_tokenizer_encode" "$work/fuzz_safetensors"
+mkdir -p "$work/fuzz_chat_template" "$work/fuzz_tokenizer_json" "$work/fuzz_tokenizer_encode" "$work/fuzz_safetensors" \
+  "$work/fuzz_openai_request"
 cp tests/data/chat-templates/*.jinja "$work/fuzz_chat_template/"
 cp fuzz/seeds/tokenizer_json/*.json "$work/fuzz_tokenizer_json/"
+cp fuzz/seeds/openai_request/*.json "$work/fuzz_openai_request/"
 python3 - "$work/fuzz_tokenizer_encode" <<'PY'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
