@@ -58,8 +58,11 @@ TEST_CASE("bf16 linear follows the vdpbf16ps model bit for bit and stays near th
     return;
   }
   ThreadPool pool(3);
+  // K above 2,048 runs a tile in k chunks with its accumulators carried between them (2, 3 chunks;
+  // a masked tail in the last; partial row and column tiles).
   const int64_t shapes[][3] = {{1, 1, 1}, {1, 17, 31}, {3, 5, 33}, {4, 16, 64}, {5, 37, 100}, {9, 70, 257}, {1, 300, 896},
-                               {13, 41, 896}, {2, 9, 4864}, {1, 5, 0}, {6, 5, 0}};
+                               {13, 41, 896}, {2, 9, 4864}, {33, 6, 2049}, {11, 13, 4100}, {32, 8, 4864},
+                               {1, 5, 0}, {6, 5, 0}};
   for (const auto& shape : shapes) {
     const int64_t m = shape[0], n = shape[1], k = shape[2];
     const std::vector<uint16_t> w = to_bf16(random_floats(static_cast<std::size_t>(n * k), static_cast<uint32_t>(n * 31 + k)));
