@@ -93,7 +93,10 @@ std::optional<WeightLoading> parse_weight_loading(std::string_view text) {
 }
 
 Result<MappedFile> MappedFile::open(const fs::path& path, WeightLoading loading) {
-  FileDescriptor file_fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: a FIFO in place of a weight file must not block the open (and then the loader)
+  // forever waiting for a writer; it is refused as not a regular file below. The flag does nothing
+  // to reads of regular files.
+  FileDescriptor file_fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (file_fd.fd < 0) {
     const int err = errno;
     return make_error(err == ENOENT ? ErrorCode::not_found : ErrorCode::io_error, "cannot open {}: {}",

@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include "llaisys/model/safetensors.hpp"
@@ -134,7 +136,15 @@ TEST_CASE("weight store: directories without weights, and files that are not fil
   auto on_directory = WeightStore::open(dir.path());
   REQUIRE_FALSE(on_directory.ok());
   CHECK_THAT(on_directory.status().message(), Catch::Contains("not a regular file"));
+  std::filesystem::remove(dir / "model.safetensors");
 
+  // A named pipe with no writer: opening it for reading would wait for a writer forever.
+  REQUIRE(mkfifo((dir / "model.safetensors").c_str(), 0600) == 0);
+  for (WeightLoading loading : {WeightLoading::map, WeightLoading::memory, WeightLoading::automatic}) {
+    auto on_fifo = WeightStore::open(dir.path(), loading);
+    REQUIRE_FALSE(on_fifo.ok());
+    CHECK_THAT(on_fifo.status().message(), Catch::Contains("not a regular file"));
+  }
   std::filesystem::remove(dir / "model.safetensors");
   dir.write("model.safetensors", "");
   auto empty = WeightStore::open(dir.path());
