@@ -26,17 +26,28 @@ int ThreadPool::available_cpus() {
 }
 
 ThreadPool::ThreadPool(int num_threads) {
-  num_threads_ = std::min(num_threads > 0 ? num_threads : available_cpus(), static_cast<int>(kCountMask));
+  num_threads_ = std::min(num_threads > 0 ? num_threads : available_cpus(), kMaxThreads);
   workers_.reserve(static_cast<std::size_t>(num_threads_ - 1));
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+  try {
+    for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (...) {
+    // The OS refused a thread (a process or memory limit): stop and join the ones started, so the
+    // caller gets the exception (the plugin boundary turns it into an error) instead of
+    // std::terminate from destroying joinable threads.
+    stop_workers();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::stop_workers() {
   stopping_.store(true, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   for (std::thread& t : workers_) t.join();
+  workers_.clear();
 }
+
+ThreadPool::~ThreadPool() { stop_workers(); }
 
 void ThreadPool::wait_for(std::atomic<int32_t>& counter, int32_t target) {
   for (int spin = 0;; ++spin) {
@@ -114,7 +125,7 @@ void ThreadPool::worker_loop() {
     uint64_t ticket = ticket_.load(std::memory_order_acquire);
     bool joined = false;
     while ((ticket >> 32) != last_region && (ticket & kClosed) == 0 &&
-           (ticket & kCountMask) < ((ticket >> 16) & kCountMask)) {
+           (ticket & kCountMask) < ((ticket >> 16) & kWantedMask)) {
       if (ticket_.compare_exchange_weak(ticket, ticket + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
         joined = true;
         break;

@@ -29,7 +29,8 @@ class ThreadPool {
   // far more on a loaded one).
   static constexpr int64_t kMinWorkPerThread = 48 * 1024;
 
-  // num_threads <= 0: one per CPU this process may run on.
+  // num_threads <= 0: one per CPU this process may run on; at most 32,767. Throws std::system_error
+  // (having joined the threads it started) when the OS refuses a thread.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -71,11 +72,15 @@ class ThreadPool {
  private:
   // ticket_: (region number << 32) | kClosed | (workers wanted << 16) | workers joined. A worker
   // joins a region by incrementing the count with one compare-exchange, so what it reads of the
-  // region (job, chunking) was published before it joined, and the caller waits for it.
+  // region (job, chunking) was published before it joined, and the caller waits for it. The wanted
+  // field has 15 bits (bit 31 is kClosed): at most kMaxThreads threads.
   static constexpr uint64_t kClosed = 1ull << 31;
   static constexpr uint64_t kCountMask = 0xFFFF;
+  static constexpr uint64_t kWantedMask = 0x7FFF;
+  static constexpr int kMaxThreads = static_cast<int>(kWantedMask);
 
   void worker_loop();
+  void stop_workers();
   void start_region(int workers_wanted);
   void run_dynamic(int64_t units, int64_t chunk, int threads, const std::function<void(int64_t, int64_t)>& fn);
   void claim_chunks();

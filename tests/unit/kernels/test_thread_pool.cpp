@@ -1,7 +1,9 @@
 // ThreadPool: every index exactly once, contiguous aligned ranges, reuse across many regions.
 
 #include <atomic>
+#include <fstream>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 #include <set>
@@ -9,6 +11,10 @@
 #include <catch2/catch.hpp>
 
 #include "cpu/thread_pool.hpp"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using llaisys::cpu::ThreadPool;
 
@@ -83,4 +89,35 @@ TEST_CASE("dynamic regions cover every index once while run() regions interleave
       CHECK(repeats.load() == 0);
     }
   }
+}
+
+TEST_CASE("a pool the OS refuses threads to throws instead of terminating", "[kernels][threads]") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  WARN("sanitizer build: its shadow memory does not fit an address-space limit; not tested here");
+#else
+  // In a child: an address-space limit ~256 MiB above what the process maps now leaves room for a
+  // few dozen 8 MiB thread stacks, so a pool of 4,000 threads fails part way.
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    long pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    const rlim_t limit = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (256u << 20);
+    const rlimit rl{.rlim_cur = limit, .rlim_max = limit};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(4);
+    try {
+      ThreadPool pool(4000);
+      _exit(2);  // not refused: the test proves nothing
+    } catch (const std::system_error&) {
+      _exit(0);
+    } catch (...) {
+      _exit(3);
+    }
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  INFO("child status " << status << (WIFSIGNALED(status) ? " (killed by a signal: std::terminate)" : ""));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+#endif
 }
