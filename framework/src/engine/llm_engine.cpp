@@ -59,7 +59,7 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(EngineModel model, const En
   int32_t num_blocks = config.num_kv_blocks;
   if (num_blocks <= 0) {
     num_blocks = kv_blocks_for_budget(config.kv_cache_bytes, info.kv_bytes_per_token, config.block_size);
-    const int64_t blocks_per_context = (max_context + config.block_size - 1) / config.block_size;
+    const int64_t blocks_per_context = (int64_t{max_context} + config.block_size - 1) / config.block_size;
     num_blocks = static_cast<int32_t>(std::min<int64_t>(num_blocks, blocks_per_context * config.max_num_seqs));
   }
   if (num_blocks <= 0) {

@@ -36,7 +36,9 @@ void OutputProcessor::add_generate(RequestId id, GenerateRequest request, std::s
   RequestState& r = requests_[id];
   r.usage.prompt_tokens = static_cast<int32_t>(request.prompt_ids.size());
   r.times.arrival = arrival == RequestTimes::TimePoint{} ? Clock::now() : arrival;
-  const uint64_t seed = request.sampling.seed.value_or(seed_source_());
+  // Only an unseeded request draws from the engine's stream (value_or would draw for every request,
+  // so what an unseeded request got would depend on how many seeded ones came before it).
+  const uint64_t seed = request.sampling.seed ? *request.sampling.seed : seed_source_();
   for (std::size_t c = 0; c < seqs.size(); ++c) {
     Choice choice{.seq = seqs[c], .rng = make_rng(seed, static_cast<uint32_t>(c))};
     choice.delta.index = static_cast<int32_t>(c);

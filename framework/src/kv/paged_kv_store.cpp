@@ -78,7 +78,7 @@ int32_t PagedKVStore::blocks_needed(SeqId seq, int32_t num_tokens) const {
   if (s == nullptr || num_tokens <= 0) return 0;
   const int32_t grow = blocks_for(s->num_tokens + num_tokens) - static_cast<int32_t>(s->blocks.size());
   const bool copy_on_write = s->num_tokens % block_size() != 0 &&
-                             pool_->ref_count(s->blocks[static_cast<std::size_t>(s->num_tokens / block_size())]) > 1;
+                             shared(s->blocks[static_cast<std::size_t>(s->num_tokens / block_size())]);
   return std::max(grow, 0) + (copy_on_write ? 1 : 0);
 }
 
@@ -107,16 +107,52 @@ Status PagedKVStore::append(SeqId seq, int32_t num_tokens, std::vector<BlockCopy
   }
   auto next = fresh.begin();
   if (s->num_tokens % block_size() != 0) {
-    BlockId& last = s->blocks[static_cast<std::size_t>(s->num_tokens / block_size())];
-    if (pool_->ref_count(last) > 1) {  // shared with a sibling: copy before writing
+    const auto index = static_cast<std::size_t>(s->num_tokens / block_size());
+    BlockId& last = s->blocks[index];
+    if (shared(last)) {  // shared with a sibling: copy before writing
       copies.push_back({.src = last, .dst = *next});
-      pool_->release(last);
+      if (in_step_) {
+        pending_copies_.push_back({.seq = seq, .index = index, .original = last});  // keeps the reference
+      } else {
+        pool_->release(last);
+      }
       last = *next++;
     }
   }
   s->blocks.insert(s->blocks.end(), next, fresh.end());
   s->num_tokens += num_tokens;
   return Status();
+}
+
+bool PagedKVStore::shared(BlockId block) const {
+  int32_t refs = pool_->ref_count(block);
+  for (const PendingCopy& p : pending_copies_) refs -= p.original == block ? 1 : 0;
+  return refs > 1;
+}
+
+void PagedKVStore::begin_step() {
+  keep_copies();
+  in_step_ = true;
+}
+
+void PagedKVStore::keep_copies() {
+  for (const PendingCopy& p : pending_copies_) pool_->release(p.original);
+  pending_copies_.clear();
+  in_step_ = false;
+}
+
+void PagedKVStore::undo_copies() {
+  for (auto p = pending_copies_.rbegin(); p != pending_copies_.rend(); ++p) {
+    SeqBlocks* s = find(p->seq);
+    if (s != nullptr && p->index < s->blocks.size()) {
+      pool_->release(s->blocks[p->index]);
+      s->blocks[p->index] = p->original;
+    } else {
+      pool_->release(p->original);  // the sequence (or that block) is gone
+    }
+  }
+  pending_copies_.clear();
+  in_step_ = false;
 }
 
 Status PagedKVStore::fork(SeqId parent, SeqId child) {
@@ -233,6 +269,10 @@ Status PagedKVStore::validate() const {
       return make_error(ErrorCode::internal, "kv: sequence {}'s cached prefix differs from its radix path", seq);
     }
     ++holders[s.node];
+  }
+  for (const PendingCopy& p : pending_copies_) {
+    if (!pool_->valid(p.original)) return make_error(ErrorCode::internal, "kv: a pending copy holds bad block {}", p.original);
+    ++expected_refs[static_cast<std::size_t>(p.original)];
   }
   if (cache_) {
     for (BlockId block : cache_->cached_blocks()) ++expected_refs[static_cast<std::size_t>(block)];

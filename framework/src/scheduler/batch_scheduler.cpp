@@ -24,8 +24,11 @@ std::string_view to_string(SeqStatus status) {
 BatchScheduler::BatchScheduler(const SchedulerConfig& config, const KVStoreConfig& kv_config)
     : config_(config), kv_(kv_config) {}
 
+// Tokens the whole cache holds, in 64 bits: blocks x block size can pass INT32_MAX.
+int64_t BatchScheduler::cache_tokens() const { return int64_t{kv_.num_blocks()} * kv_.block_size(); }
+
 int32_t BatchScheduler::max_sequence_tokens() const {
-  return std::min(config_.max_context, kv_.num_blocks() * kv_.block_size());
+  return static_cast<int32_t>(std::min<int64_t>(config_.max_context, cache_tokens()));
 }
 
 std::size_t BatchScheduler::num_waiting() const { return waiting_.size(); }
@@ -53,7 +56,7 @@ std::optional<std::string> BatchScheduler::unrunnable_reason(const Sequence& s) 
                        config_.max_context,
                        s.output_kind == OutputKind::logits ? " including at least one generated token" : "");
   }
-  if (needed > kv_.num_blocks() * kv_.block_size()) {
+  if (needed > cache_tokens()) {
     return fmt::format("the prompt needs {} KV blocks but the cache has {} blocks of {} tokens",
                        kv_.blocks_for(needed), kv_.num_blocks(), kv_.block_size());
   }
@@ -108,6 +111,7 @@ SchedulerOutput BatchScheduler::schedule() {
     log::error("scheduler: schedule() called before the previous step was recorded; undoing it");
     fail_step();
   }
+  kv_.begin_step();
   int32_t budget = config_.max_num_batched_tokens;
   const bool preempted = schedule_running(out, budget);
   if (!preempted) schedule_waiting(out, budget);
@@ -220,6 +224,7 @@ void BatchScheduler::preempt(Sequence& s, SchedulerOutput& out) {
 }
 
 void BatchScheduler::update(const StepResult& result) {
+  kv_.keep_copies();
   for (const auto& [id, n] : in_flight_) {
     auto it = sequences_.find(id);
     if (it == sequences_.end() || it->second.status != SeqStatus::running) continue;
@@ -275,6 +280,7 @@ void BatchScheduler::update(const StepResult& result) {
 }
 
 void BatchScheduler::fail_step() {
+  kv_.undo_copies();
   for (const auto& [id, n] : in_flight_) {
     auto it = sequences_.find(id);
     if (it != sequences_.end()) kv_.truncate(id, it->second.num_computed_tokens);

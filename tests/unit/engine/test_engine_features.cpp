@@ -130,6 +130,18 @@ TEST_CASE("the end of the context stops generation; a prompt that fills it is ig
   CHECK(engine->check_kv_invariants().ok());
 }
 
+TEST_CASE("a context near INT32_MAX sizes the cache by the budget, without overflow") {
+  MockModels models(R"({"architectures": ["LlaisysMockForCausalLM"], "vocab_size": 64, "hidden_size": 4,
+                        "max_position_embeddings": 2147483647, "eos_token_id": 2})");
+  // The mock stores 8 bytes per token: 64 MiB hold 8 Mi tokens = 524,288 blocks of 16.
+  auto engine = models.engine({.block_size = 16, .kv_cache_bytes = 64ull << 20, .max_num_seqs = 4, .max_context = 0});
+  CHECK(engine->stats().kv.num_blocks == 524288);
+  CHECK(engine->max_sequence_tokens() == 524288 * 16);
+  const Collected out = run_one(*engine, GenerateRequest{.prompt_ids = std::vector<TokenId>(20, 5),
+                                                         .stop = {.max_tokens = 3}});
+  CHECK(out.choices[0].tokens.size() == 3);
+}
+
 TEST_CASE("n choices share the prompt: greedy choices agree, seeded ones differ and reproduce") {
   MockModels models;
   AnyModel reference_model = models.open();
@@ -160,6 +172,27 @@ TEST_CASE("n choices share the prompt: greedy choices agree, seeded ones differ 
   sampled.n = 1;
   CHECK(run_one(*engine, sampled).choices[0].tokens == first.choices[0].tokens);
   CHECK(engine->check_kv_invariants().ok());
+}
+
+TEST_CASE("seeded requests do not shift the seeds the engine gives unseeded ones") {
+  MockModels models;
+  const std::vector<TokenId> prompt = make_prompt(21, 3);
+  GenerateRequest unseeded{.prompt_ids = prompt};
+  unseeded.sampling = {.temperature = 1.0f};
+  unseeded.stop.max_tokens = 20;
+  GenerateRequest seeded = unseeded;
+  seeded.sampling.seed = 5;
+  // Two engines with the same seed: the first unseeded request gets the same draw whether or not
+  // seeded requests ran before it.
+  auto alone = models.engine({.num_kv_blocks = 64, .seed = 99});
+  const Collected a = run_one(*alone, unseeded);
+  auto after_seeded = models.engine({.num_kv_blocks = 64, .seed = 99});
+  run_one(*after_seeded, seeded);
+  run_one(*after_seeded, seeded);
+  const Collected b = run_one(*after_seeded, unseeded);
+  CHECK(a.choices[0].tokens == b.choices[0].tokens);
+  // and the engine's stream does move on between unseeded requests
+  CHECK(run_one(*alone, unseeded).choices[0].tokens != a.choices[0].tokens);
 }
 
 TEST_CASE("logprobs: the chosen token's raw log-probability and the top alternatives") {

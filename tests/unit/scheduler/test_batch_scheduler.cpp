@@ -128,6 +128,15 @@ TEST_CASE("a prompt that cannot fit is ignored with its reason") {
 
   CHECK_FALSE(small.add({.id = 3, .prompt = {}}).ok());
   CHECK_FALSE(small.add({.id = 4, .prompt = prompt_of(2), .n = 0}).ok());
+
+  // A cache of 2^32 tokens (65,536 blocks of 65,536): more than int32 counts, not fewer.
+  BatchScheduler huge({.max_context = 2147483647}, {.num_blocks = 1 << 16, .block_size = 1 << 16});
+  CHECK(huge.max_sequence_tokens() == 2147483647);
+  REQUIRE(huge.add({.id = 5, .prompt = prompt_of(8)}).ok());
+  out = huge.schedule();
+  CHECK(out.finished.empty());
+  REQUIRE(out.chunks.size() == 1);
+  CHECK(out.chunks[0].num_tokens() == 8);
 }
 
 TEST_CASE("out of blocks: the newest running sequence is preempted and recomputed later") {
@@ -251,6 +260,39 @@ TEST_CASE("a failed step leaves the block tables and the cache as they were") {
   out = scheduler.schedule();
   REQUIRE(out.chunks.size() == 1);
   CHECK(out.chunks[0].start_position == 7);
+}
+
+TEST_CASE("a failed step undoes its copy-on-write: the retried step copies again") {
+  BatchScheduler scheduler({.max_num_batched_tokens = 64, .max_context = 64}, {.num_blocks = 16, .block_size = 4});
+  // 6 tokens: the second block is partial, and n = 2 shares it after the fork.
+  const std::vector<SeqId> ids = scheduler.add({.id = 1, .prompt = prompt_of(6), .n = 2}).value();
+  SchedulerOutput out = scheduler.schedule();
+  scheduler.update(sample_all(out));  // prefill, first token, fork
+  REQUIRE(scheduler.kv().validate().ok());
+  REQUIRE(ids.size() == 2);
+  std::vector<std::vector<BlockId>> tables;
+  for (SeqId id : ids) tables.emplace_back(scheduler.kv().block_table(id).begin(), scheduler.kv().block_table(id).end());
+  CHECK(tables[0] == tables[1]);  // both choices on the same blocks
+  const KVStats before = scheduler.kv().stats();
+
+  out = scheduler.schedule();  // both decode into the shared partial block: one of them copies it
+  REQUIRE(out.block_copies.size() == 1);
+  const BlockCopy copy = out.block_copies[0];
+  scheduler.fail_step();
+  REQUIRE(scheduler.kv().validate().ok());
+  for (std::size_t c = 0; c < 2; ++c) {
+    const auto table = scheduler.kv().block_table(ids[c]);
+    CHECK(std::equal(table.begin(), table.end(), tables[c].begin(), tables[c].end()));
+  }
+  CHECK(scheduler.kv().stats().num_free_blocks == before.num_free_blocks);
+
+  // The retried step must copy again: the copy of the failed pass may never have been made.
+  out = scheduler.schedule();
+  REQUIRE(out.block_copies.size() == 1);
+  CHECK(out.block_copies[0].src == copy.src);
+  scheduler.update(sample_all(out));
+  REQUIRE(scheduler.kv().validate().ok());
+  CHECK(scheduler.kv().block_table(ids[0])[1] != scheduler.kv().block_table(ids[1])[1]);
 }
 
 TEST_CASE("more choices than max_num_seqs can never run: ignored, not stuck") {

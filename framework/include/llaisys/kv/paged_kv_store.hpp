@@ -44,6 +44,14 @@ class PagedKVStore {
   int32_t blocks_needed(SeqId seq, int32_t num_tokens) const;
   bool can_append(SeqId seq, int32_t num_tokens) const;
   Status append(SeqId seq, int32_t num_tokens, std::vector<BlockCopy>& copies);
+  // Steps: between begin_step() and keep_copies() (the step ran) or undo_copies() (it failed), a
+  // copy-on-write in append() points the table at the copy but keeps its reference to the original
+  // block (not counted as a sharer). keep_copies() drops those references; undo_copies() points each
+  // table entry back at its original and releases the copy, so a failed step leaves the tables as
+  // they were. Outside a step the reference is dropped at once.
+  void begin_step();
+  void keep_copies();
+  void undo_copies();
   Status fork(SeqId parent, SeqId child);
   void commit(SeqId seq, std::span<const TokenId> computed_tokens);
   int32_t truncate(SeqId seq, int32_t num_tokens);
@@ -74,6 +82,16 @@ class PagedKVStore {
   std::unique_ptr<BlockPool> pool_;    // on the heap: cache_ refers to it, moves keep it in place
   std::unique_ptr<RadixCache> cache_;
   std::unordered_map<SeqId, SeqBlocks> seqs_;
+  struct PendingCopy {
+    SeqId seq;
+    std::size_t index;   // in the sequence's table
+    BlockId original;    // still referenced by this entry
+  };
+  std::vector<PendingCopy> pending_copies_;
+  bool in_step_ = false;
+  // Whether a write into `block` must copy it: held by more than the writer, references kept for
+  // an open step's undo not counted.
+  bool shared(BlockId block) const;
   int64_t num_evicted_blocks_ = 0;
 };
 

@@ -114,6 +114,7 @@ class BatchScheduler {
   const PagedKVStore& kv() const { return kv_; }
 
  private:
+  int64_t cache_tokens() const;
   Sequence& seq(SeqId id) { return sequences_.at(id); }
   int32_t running_seats() const;
   std::optional<std::string> unrunnable_reason(const Sequence& s) const;
