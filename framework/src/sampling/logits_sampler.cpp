@@ -65,6 +65,9 @@ TokenId LogitsSampler::sample(std::span<float> logits, const TokenHistory& histo
                               const SamplingParams& params, Rng& rng) {
   apply_penalties(logits, history, params, scratch_);
   if (params.greedy() || logits.empty()) return argmax(logits);
+  // The answer when scaling overflows (a temperature so small that 1 / t is huge or infinite turns
+  // positive logits into +inf ties, negative ones into -inf and 0 into NaN): taken before scaling.
+  const TokenId raw_best = argmax(logits);
 
   // Scale by the temperature; NaNs and -inf never become candidates.
   const float inv_temperature = 1.0f / params.temperature;
@@ -73,7 +76,7 @@ TokenId LogitsSampler::sample(std::span<float> logits, const TokenHistory& histo
     l *= inv_temperature;
     if (l > max_scaled) max_scaled = l;
   }
-  if (!std::isfinite(max_scaled)) return argmax(logits);
+  if (!std::isfinite(max_scaled)) return raw_best;
   // min_p: keep tokens with p >= min_p * p_max, i.e. scaled logit >= max + log(min_p).
   const float floor = params.min_p > 0.0f ? max_scaled + std::log(params.min_p)
                                           : -std::numeric_limits<float>::infinity();

@@ -150,6 +150,18 @@ TEST_CASE("argmax over vocabulary-sized rows equals the plain first-maximum scan
   }
 }
 
+TEST_CASE("a temperature so small that 1 / t overflows samples the raw argmax") {
+  LogitsSampler chain;
+  Rng rng(3);
+  const SamplingParams tiny{.temperature = 1e-39f};
+  const std::vector<std::vector<float>> rows = {{1, 5, 3, -2}, {-3, -1, -2}, {0, -1}, {-1, 0, -2}, {2, 0, 7, 0}};
+  for (const std::vector<float>& row : rows) {
+    std::vector<float> logits = row;
+    INFO("row starting " << row[0]);
+    CHECK(chain.sample(logits, {}, tiny, rng) == argmax(row));
+  }
+}
+
 TEST_CASE("penalties and logit_bias") {
   std::vector<TokenId> scratch;
   const std::vector<TokenId> prompt = {0, 1};
