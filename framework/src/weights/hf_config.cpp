@@ -198,6 +198,13 @@ Result<HfTransformerConfig> parse_hf_config(std::string_view config_json,
   }
   LLAISYS_RETURN_IF_ERROR(read_number(o, "rope_theta", c.rope_theta, source));
   LLAISYS_RETURN_IF_ERROR(read_number(o, "rms_norm_eps", c.rms_norm_eps, source));
+  // The kernels take eps as a float: below the smallest normal float it would round to 0 (an
+  // all-zero row then normalises to NaN), above 1 it is no epsilon (and past FLT_MAX, undefined).
+  constexpr double kMinEps = static_cast<double>(std::numeric_limits<float>::min());
+  if (c.rms_norm_eps < kMinEps || c.rms_norm_eps > 1.0) {
+    return make_error(ErrorCode::invalid_argument, "{}: \"rms_norm_eps\" = {} is outside [{}, 1]", source,
+                      c.rms_norm_eps, kMinEps);
+  }
   LLAISYS_RETURN_IF_ERROR(read_rope_scaling(o, c.rope_scaling, source));
   LLAISYS_RETURN_IF_ERROR(read_bool(o, "tie_word_embeddings", c.tie_word_embeddings, source));
   LLAISYS_RETURN_IF_ERROR(read_bool(o, "attention_bias", c.attention_bias, source));
@@ -236,6 +243,12 @@ Result<HfTransformerConfig> parse_hf_config(std::string_view config_json,
     int32_t gen_bos = c.bos_token_id;
     LLAISYS_RETURN_IF_ERROR(read_int(g, "bos_token_id", gen_bos, false, gen_source, 0));
     c.bos_token_id = gen_bos;
+  }
+  // The plugin ABI carries up to 8 (llaisys_model_info::eos_token_ids): refuse more rather than
+  // silently never stop on the rest.
+  if (c.eos_token_ids.size() > 8) {
+    return make_error(ErrorCode::unsupported, "{}: {} eos_token_id values; llaisys supports up to 8", source,
+                      c.eos_token_ids.size());
   }
   for (TokenId id : c.eos_token_ids) {
     if (id >= c.vocab_size) {

@@ -136,6 +136,16 @@ TEST_CASE("hf config: malformed values name their key", "[weights][config]") {
              Catch::Contains("not a multiple of num_key_value_heads 3"));
   CHECK_THAT(error_of(edited(R"("rms_norm_eps": 1e-06)", R"("rms_norm_eps": -1)")).message(),
              Catch::Contains("\"rms_norm_eps\" must be positive"));
+  // As a float, 1e-50 would be 0 (NaN for an all-zero row) and 1e300 infinite.
+  CHECK_THAT(error_of(edited(R"("rms_norm_eps": 1e-06)", R"("rms_norm_eps": 1e-50)")).message(),
+             Catch::Contains("\"rms_norm_eps\" = 1e-50 is outside"));
+  CHECK_THAT(error_of(edited(R"("rms_norm_eps": 1e-06)", R"("rms_norm_eps": 1e300)")).message(),
+             Catch::Contains("\"rms_norm_eps\" = 1e+300 is outside"));
+  CHECK(parse_hf_config(edited(R"("rms_norm_eps": 1e-06)", R"("rms_norm_eps": 1e-12)"), std::nullopt).ok());
+  CHECK(parse_hf_config(kQwen2, R"({"eos_token_id": [1, 2, 3, 4, 5, 6, 7, 8]})").ok());
+  const Status nine = error_of(kQwen2, R"({"eos_token_id": [1, 2, 3, 4, 5, 6, 7, 8, 9]})");
+  CHECK(nine.code() == ErrorCode::unsupported);
+  CHECK_THAT(nine.message(), Catch::Contains("9 eos_token_id values; llaisys supports up to 8"));
   CHECK_THAT(error_of(edited(R"("eos_token_id": 151643)", R"("eos_token_id": 999999)")).message(),
              Catch::Contains("outside the vocabulary"));
   CHECK_THAT(error_of(R"({"hidden_size": 1, "hidden_size": 2})").message(), Catch::Contains("duplicate key 'hidden_size'"));
