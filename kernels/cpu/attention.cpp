@@ -79,6 +79,7 @@ float max_of(const float* s, int64_t n) {
 float dot_scalar(const float* a, const float* b, int64_t n) {
   float lanes[kLanes] = {};
   for (int64_t i = 0; i < n; ++i) lanes[i % kLanes] = std::fma(a[i], b[i], lanes[i % kLanes]);
+  simd::finish_lanes(lanes, n);
   return simd::reduce_lanes(lanes);
 }
 
@@ -89,6 +90,7 @@ float exp_sum_scalar(float* s, int64_t n, float max) {
     s[j] = simd::exp_canonical(s[j] - max);
     lanes[j % kLanes] = lanes[j % kLanes] + s[j];
   }
+  simd::finish_lanes(lanes, n);
   return simd::reduce_lanes(lanes);
 }
 

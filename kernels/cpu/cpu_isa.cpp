@@ -23,8 +23,13 @@ bool leaf7(unsigned subleaf, unsigned& ebx, unsigned& ecx, unsigned& edx, unsign
 bool isa_supported(Isa isa) {
   switch (isa) {
     case Isa::scalar: return true;
-    case Isa::avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && os_saves(0x6);
+    case Isa::avx2: {
+      // The AVX2 paths also convert f16 weights with F16C (every AVX2 CPU has it, a hypervisor
+      // may still hide it).
+      unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+      const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c && os_saves(0x6);
+    }
     case Isa::avx512:
       return isa_supported(Isa::avx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&

@@ -40,6 +40,7 @@ void columns_scalar(const float* x, int64_t x_stride, int64_t M, int64_t K, cons
       for (int64_t k = 0; k < K; ++k) {
         lanes[k % kLanes] = std::fma(xm[k], weight_scalar(row, job.weight.dtype, k), lanes[k % kLanes]);
       }
+      simd::finish_lanes(lanes, K);
       store_output(simd::reduce_lanes(lanes), job.bias, n, job.y + m * job.y_stride + n, job.accumulate);
     }
   }

@@ -10,6 +10,7 @@ namespace {
 float sum_squares_scalar(const float* x, int64_t n) {
   float lanes[simd::kLanes] = {};
   for (int64_t i = 0; i < n; ++i) lanes[i % simd::kLanes] = std::fma(x[i], x[i], lanes[i % simd::kLanes]);
+  simd::finish_lanes(lanes, n);
   return simd::reduce_lanes(lanes);
 }
 

@@ -4,7 +4,9 @@
 // Canonical order (what makes every ISA path, and every batch shape, give the same bits):
 //  - A dot product or sum over k accumulates in 16 lanes: lane l takes the elements k = 16 j + l
 //    for j = 0, 1, ... in that order, each step acc = fma(a, b, acc) (sums: acc = acc + a). Missing
-//    elements past the end count as zero products, which leave the lane unchanged.
+//    elements of the last, partial step count as zero products: those lanes still take their
+//    fma(0, 0, acc), which leaves every value unchanged except -0, which becomes +0 (finish_lanes
+//    does this for the scalar form; the vector forms load zeros).
 //  - The 16 lanes are then reduced pairwise: l += l + 8, then l += l + 4, l += l + 2, l += l + 1.
 //  - exp() is exp_canonical below, evaluated with the same fma steps in every path.
 // AVX-512 holds the 16 lanes in one register, AVX2 in two (lanes 0-7 and 8-15), the scalar path in
@@ -24,6 +26,13 @@ namespace llaisys::cpu::simd {
 inline constexpr int kLanes = 16;
 
 // ---- scalar reference forms -----------------------------------------------------------------------
+
+// The scalar form's end of a pass over n elements: the lanes the vector forms pad in the last,
+// partial step (l >= n % kLanes) take their + 0 as those do.
+inline void finish_lanes(float lanes[kLanes], int64_t n) {
+  if (n % kLanes == 0) return;
+  for (int64_t l = n % kLanes; l < kLanes; ++l) lanes[l] = lanes[l] + 0.0f;
+}
 
 inline float reduce_lanes(const float lanes[kLanes]) {
   float t8[8], t4[4];

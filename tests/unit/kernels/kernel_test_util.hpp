@@ -32,11 +32,15 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 // The canonical order written out independently of the kernels: lane l sums k = 16 j + l with fma,
-// then lanes are folded 8, 4, 2, 1 apart.
+// the lanes past n in the last step taking fma(0, 0, lane) (-0 becomes +0), then lanes are folded
+// 8, 4, 2, 1 apart.
 inline float canonical_dot(const float* a, const float* b, int64_t n) {
   float lanes[16] = {};
   for (int64_t j = 0; j * 16 < n; ++j) {
-    for (int64_t l = 0; l < 16 && j * 16 + l < n; ++l) lanes[l] = std::fma(a[j * 16 + l], b[j * 16 + l], lanes[l]);
+    for (int64_t l = 0; l < 16; ++l) {
+      const bool present = j * 16 + l < n;
+      lanes[l] = std::fma(present ? a[j * 16 + l] : 0.0f, present ? b[j * 16 + l] : 0.0f, lanes[l]);
+    }
   }
   for (int width = 8; width >= 1; width /= 2) {
     for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];

@@ -66,6 +66,28 @@ TEST_CASE("linear matches the canonical-order reference bit for bit and a double
   }
 }
 
+TEST_CASE("linear gives the same bits on every ISA when products underflow to -0", "[kernels][linear]") {
+  // x w = -1e-60 rounds to -0: a lane holding only such products is -0 until the padded last step
+  // of a K that is not a multiple of 16 adds its +0 (on every ISA, as the canonical order says).
+  ThreadPool pool(2);
+  for (int64_t k : {1, 15, 16, 17, 33, 48}) {
+    const int64_t n = 3, m = 2;
+    const std::vector<float> x(static_cast<std::size_t>(m * k), 1e-30f);
+    Weights w{.half = {}, .f32 = std::vector<float>(static_cast<std::size_t>(n * k), -1e-30f), .dtype = DType::f32};
+    std::vector<float> expected(static_cast<std::size_t>(m * n));
+    for (int64_t i = 0; i < m * n; ++i) expected[static_cast<std::size_t>(i)] = canonical_dot(x.data(), w.f32.data(), k);
+    // 16 | k: every lane sums -0 products only, and -0 + -0 folds to -0.
+    CHECK(std::signbit(expected[0]) == (k % 16 == 0));
+    for (Isa isa : supported_isas()) {
+      std::vector<float> y(static_cast<std::size_t>(m * n), 1.0f);
+      const LinearJob job{.weight = w.matrix(n, k), .y = y.data(), .y_stride = n};
+      linear({.pool = &pool, .isa = isa}, x.data(), k, m, k, std::span(&job, 1));
+      INFO("isa " << to_string(isa) << " k " << k);
+      CHECK(same_bits(y, expected));
+    }
+  }
+}
+
 TEST_CASE("linear rows do not depend on the batch, the thread count or the fused jobs", "[kernels][linear]") {
   const int64_t k = 200, n1 = 45, n2 = 19, m = 11;
   const Weights w1 = random_weights(DType::bf16, n1, k, 1), w2 = random_weights(DType::bf16, n2, k, 2);
