@@ -1,5 +1,6 @@
 #include "auth.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace llaisys::server {
@@ -19,9 +20,15 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 bool authorized(const std::vector<std::string>& keys, std::string_view authorization, std::string_view x_api_key) {
   if (keys.empty()) return true;
   std::string_view presented;
-  constexpr std::string_view bearer = "Bearer ";
-  if (authorization.size() > bearer.size() && authorization.substr(0, bearer.size()) == bearer) {
+  // "Bearer" then one or more spaces (RFC 9110 11.4: the scheme is case-insensitive).
+  constexpr std::string_view bearer = "bearer";
+  const bool is_bearer = authorization.size() > bearer.size() && authorization[bearer.size()] == ' ' &&
+                         std::equal(bearer.begin(), bearer.end(), authorization.begin(), [](char a, char b) {
+                           return a == (b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b);
+                         });
+  if (is_bearer) {
     presented = authorization.substr(bearer.size());
+    presented.remove_prefix(std::min(presented.find_first_not_of(' '), presented.size()));
   } else if (!x_api_key.empty()) {
     presented = x_api_key;
   } else {

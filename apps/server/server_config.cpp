@@ -251,6 +251,39 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
   app::add_engine_options(app, c.engine);
 }
 
+Status validate_server_config(const ServerConfig& c) {
+  auto range = [](std::string_view key, int64_t value, int64_t lo, int64_t hi) -> Status {
+    if (value >= lo && value <= hi) return Status();
+    return make_error(ErrorCode::invalid_argument, "{} = {} is outside [{}, {}]", key, value, lo, hi);
+  };
+  constexpr int64_t kDay = int64_t{24} * 3600 * 1000;
+  LLAISYS_RETURN_IF_ERROR(range("port", c.port, 0, 65535));
+  LLAISYS_RETURN_IF_ERROR(range("threads", c.threads, 1, 256));
+  LLAISYS_RETURN_IF_ERROR(range("model_threads", c.model_threads, 0, 1024));
+  LLAISYS_RETURN_IF_ERROR(range("max_running_requests", c.max_running_requests, 1, 4096));
+  LLAISYS_RETURN_IF_ERROR(range("max_queued_requests", c.max_queued_requests, 0, 1 << 20));
+  LLAISYS_RETURN_IF_ERROR(range("max_body_bytes", c.max_body_bytes, 1, int64_t{1} << 34));
+  LLAISYS_RETURN_IF_ERROR(range("max_connections", c.max_connections, 1, 1 << 20));
+  LLAISYS_RETURN_IF_ERROR(range("header_timeout_ms", c.header_timeout_ms, 1, kDay));
+  LLAISYS_RETURN_IF_ERROR(range("body_timeout_ms", c.body_timeout_ms, 1, kDay));
+  LLAISYS_RETURN_IF_ERROR(range("idle_timeout_ms", c.idle_timeout_ms, 1, kDay));
+  LLAISYS_RETURN_IF_ERROR(range("sse_keepalive_ms", c.sse_keepalive_ms, 0, kDay));
+  LLAISYS_RETURN_IF_ERROR(range("write_timeout_ms", c.write_timeout_ms, 1, kDay));
+  LLAISYS_RETURN_IF_ERROR(range("max_stream_backlog_bytes", c.max_stream_backlog_bytes, 4096, int64_t{1} << 40));
+  LLAISYS_RETURN_IF_ERROR(range("socket_send_buffer_bytes", c.socket_send_buffer_bytes, 0, int64_t{1} << 30));
+  for (const ModelSpec& m : c.models) {
+    const std::string where = fmt::format("model '{}': ", m.name);
+    if (Status s = range("threads", m.threads, 0, 1024); !s.ok()) return Status(s.code(), where + s.message());
+    if (Status s = range("max_running_requests", m.max_running_requests, 1, 4096); !s.ok()) {
+      return Status(s.code(), where + s.message());
+    }
+    if (Status s = range("max_queued_requests", m.max_queued_requests, 0, 1 << 20); !s.ok()) {
+      return Status(s.code(), where + s.message());
+    }
+  }
+  return Status();
+}
+
 std::optional<int> parse_command_line(int argc, char** argv, ServerConfig& config) {
   // Pass 1: only --config, so that its [server] table becomes the flags' defaults.
   {
@@ -322,6 +355,11 @@ std::optional<int> parse_command_line(int argc, char** argv, ServerConfig& confi
     if (m.max_queued_requests < 0) m.max_queued_requests = config.max_queued_requests;
     m.engine.max_num_seqs = m.max_running_requests;
     if (m.chat_template_file.empty() && !config.chat_template.empty()) m.chat_template_file = config.chat_template;
+  }
+  // The file's values skip the flags' range checks, and some flags have none: check the result.
+  if (Status st = validate_server_config(config); !st.ok()) {
+    std::cerr << "error: " << st.message() << "\n";
+    return 2;
   }
   for (const std::string& origin : config.cors_origins) {
     if (origin == "*" && !config.api_keys.empty()) {

@@ -79,4 +79,8 @@ std::optional<int> parse_command_line(int argc, char** argv, ServerConfig& confi
 // "NAME=DIR" or "DIR" (served under the directory's name).
 Result<ModelSpec> parse_model_arg(const std::string& arg);
 
+// Every numeric setting (flags and file merged, models resolved) within its range, or an error
+// naming the key: e.g. max_queued_requests = 2^31 - 1 would overflow the admission count.
+Status validate_server_config(const ServerConfig& config);
+
 }  // namespace llaisys::server

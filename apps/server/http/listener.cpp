@@ -12,7 +12,7 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 Listener::Listener(net::io_context& io, ServerApp& app, const ServerConfig& config)
-    : io_(io), acceptor_(net::make_strand(io)), app_(app), config_(config) {}
+    : io_(io), acceptor_(net::make_strand(io)), retry_(acceptor_.get_executor()), app_(app), config_(config) {}
 
 Result<uint16_t> Listener::listen(const std::string& host, uint16_t port) {
   boost::system::error_code ec;
@@ -34,6 +34,7 @@ void Listener::stop() {
   net::post(acceptor_.get_executor(), [self = shared_from_this()] {
     boost::system::error_code ec;
     self->acceptor_.close(ec);
+    self->retry_.cancel();
   });
 }
 
@@ -52,7 +53,15 @@ void Listener::accept() {
       start_session(std::move(socket), self->app_, self->config_, self->open_connections_,
                     open > self->config_.max_connections);
     } else {
-      log::warn("accept failed: {}", ec.message());
+      // Out of file descriptors (EMFILE / ENFILE) or memory, the pending connection stays in the
+      // backlog and an immediate retry fails again at once: 100% CPU and a log flood. Retry after
+      // a pause (connections finishing meanwhile free descriptors); one warning per pause.
+      log::warn("accept failed: {}; retrying in {} ms", ec.message(), kAcceptRetryMs);
+      self->retry_.expires_after(std::chrono::milliseconds(kAcceptRetryMs));
+      self->retry_.async_wait([self](boost::system::error_code wait_ec) {
+        if (!wait_ec && self->acceptor_.is_open()) self->accept();
+      });
+      return;
     }
     self->accept();
   });

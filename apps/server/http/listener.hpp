@@ -25,7 +25,9 @@ class Listener : public std::enable_shared_from_this<Listener> {
   void accept();
 
   boost::asio::io_context& io_;
+  static constexpr int kAcceptRetryMs = 100;
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer retry_;  // after a failed accept
   ServerApp& app_;
   const ServerConfig& config_;
   std::shared_ptr<std::atomic<int32_t>> open_connections_ = std::make_shared<std::atomic<int32_t>>(0);

@@ -22,6 +22,7 @@ namespace {
 
 constexpr std::size_t kHeaderLimit = 64 * 1024;
 constexpr std::size_t kPipelineLimit = 64 * 1024;  // bytes buffered from the client while generating
+constexpr std::size_t kReadSlack = 1024 * 1024;     // read buffer beyond the header limit
 
 std::string status_line(int status) {
   return fmt::format("HTTP/1.1 {} {}\r\n", status, http::obsolete_reason(static_cast<http::status>(status)));
@@ -32,7 +33,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, ServerApp& app, const ServerConfig& config,
           std::shared_ptr<std::atomic<int32_t>> open_connections)
       : socket_(std::move(socket)), deadline_(socket_.get_executor()), keepalive_(socket_.get_executor()),
-        write_deadline_(socket_.get_executor()), app_(app), config_(config), open_connections_(std::move(open_connections)) {}
+        write_deadline_(socket_.get_executor()), hold_(socket_.get_executor()), app_(app), config_(config), open_connections_(std::move(open_connections)) {}
 
   ~Session() {
     if (job_ && !recorded_) {  // the connection died with a request in flight
@@ -74,6 +75,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void close() {
     disarm();
     keepalive_.cancel();
+    hold_.cancel();
     write_deadline_.cancel();
     beast::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
@@ -166,6 +168,8 @@ class Session : public std::enable_shared_from_this<Session> {
     target_ = std::string(req.target());
     origin_ = std::string(req[http::field::origin]);
     head_ = req.method() == http::verb::head;
+    // HTTP/1.0 has no chunked encoding: a stream is sent unframed and ends with the connection.
+    chunked_ = req.version() >= 11;
     if (req.method() == http::verb::options) {
       std::string extra = cors_headers(origin_);
       if (!extra.empty()) {
@@ -217,6 +221,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Answers a request that cannot be read to the end and closes the connection.
   void fail_request(int status, std::string message) {
+    head_ = false;  // not the previous request's: this answer has a body
     ApiError e{.status = status, .message = std::move(message), .type = "invalid_request_error"};
     begin_request({.method = parser_ ? std::string(parser_->get().method_string()) : "", .finish = e.message});
     record(status);
@@ -347,6 +352,7 @@ class Session : public std::enable_shared_from_this<Session> {
     disarm();
     write_log();
     keepalive_.cancel();
+    hold_.cancel();
     job_.reset();
     response_complete_ = false;
     if (!keep_alive_ || peer_gone_) return close();
@@ -364,11 +370,16 @@ class Session : public std::enable_shared_from_this<Session> {
     disarm();
     job_ = std::move(job);
     streaming_ = job_->streaming();
+    hold_while_job();
     watch();
     if (streaming_) {
       std::string head = status_line(200);
-      head += "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
-              "Transfer-Encoding: chunked\r\n";
+      head += "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n";
+      if (chunked_) {
+        head += "Transfer-Encoding: chunked\r\n";
+      } else {
+        keep_alive_ = false;
+      }
       head += cors_headers(origin_);
       head += connection_header();
       head += "\r\n";
@@ -382,14 +393,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_notify() {
     if (!job_ || response_complete_) return;
     std::string bytes = job_->poll();
-    if (streaming_ && !bytes.empty()) pending_ += http_chunk(bytes);
+    if (streaming_ && !bytes.empty()) pending_ += framed(bytes);
     if (streaming_ && !closed_ && !job_->done() &&
         static_cast<int64_t>(unwritten()) > std::max<int64_t>(config_.max_stream_backlog_bytes, 4096)) {
       return drop_slow_reader(fmt::format("{} unwritten stream bytes exceed --max-stream-backlog-bytes {}", unwritten(),
                                           config_.max_stream_backlog_bytes));
     }
     if (job_->done()) {
-      if (streaming_) pending_ += kLastChunk;
+      if (streaming_ && chunked_) pending_ += kLastChunk;
       // 499: the client closed the connection (as nginx logs it)
       record(peer_gone_ ? 499 : streaming_ ? 200 : job_->status());
       if (peer_gone_) {
@@ -413,6 +424,8 @@ class Session : public std::enable_shared_from_this<Session> {
     flush();
   }
 
+  std::string framed(std::string_view bytes) const { return chunked_ ? http_chunk(bytes) : std::string(bytes); }
+
   void arm_keepalive() {
     if (config_.sse_keepalive_ms <= 0) return;
     keepalive_.expires_after(std::chrono::milliseconds(config_.sse_keepalive_ms));
@@ -420,10 +433,21 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec || !self->job_ || self->response_complete_ || self->closed_) return;
       const auto idle = Clock::now() - self->last_write_;
       if (!self->writing_ && idle >= std::chrono::milliseconds(self->config_.sse_keepalive_ms) - std::chrono::milliseconds(5)) {
-        self->pending_ += http_chunk(kSseKeepAlive);
+        self->pending_ += self->framed(kSseKeepAlive);
         self->flush();
       }
       self->arm_keepalive();
+    });
+  }
+
+  // The engine's notifier holds the session weakly; the watch read, the writes and the SSE
+  // keep-alive timer hold it strongly, but none may be pending (a pipelined request filling the
+  // read buffer stops the watch, a non-streamed job writes nothing until it ends). This timer keeps
+  // the session alive while its job runs, so such a job is answered instead of destroyed (499).
+  void hold_while_job() {
+    hold_.expires_after(std::chrono::seconds(1));
+    hold_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec && self->job_ && !self->closed_) self->hold_while_job();
     });
   }
 
@@ -463,11 +487,14 @@ class Session : public std::enable_shared_from_this<Session> {
   net::steady_timer deadline_;
   net::steady_timer keepalive_;
   net::steady_timer write_deadline_;
+  net::steady_timer hold_;
   ServerApp& app_;
   const ServerConfig& config_;
   std::shared_ptr<std::atomic<int32_t>> open_connections_;
 
-  beast::flat_buffer buffer_;
+  // Bounded: bytes read but not yet parsed (a header, a chunk-size line, pipelined requests) never
+  // exceed this; a chunk line without end fails the read instead of growing without limit.
+  beast::flat_buffer buffer_{kHeaderLimit + kReadSlack};
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string continue_;
   std::string pending_, in_flight_;
@@ -480,6 +507,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool timed_out_ = false;
   bool keep_alive_ = true;
   bool head_ = false;
+  bool chunked_ = true;  // the request is HTTP/1.1 (a stream may use chunked encoding)
   bool writing_ = false;
   bool response_complete_ = false;
   bool streaming_ = false;

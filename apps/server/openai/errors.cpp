@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "openai/response.hpp"
+
 namespace llaisys::server {
 namespace json = boost::json;
 
@@ -59,9 +61,11 @@ ApiError from_parse_status(const Status& status) {
 
 std::string error_body(const ApiError& error) {
   json::object inner;
-  inner["message"] = error.message;
+  // Messages quote what the client sent (a model name, a role, a path), sometimes cut to a length:
+  // invalid UTF-8 there, or a character cut in half, would make the body invalid JSON text.
+  inner["message"] = sanitize_utf8(error.message);
   inner["type"] = error.type;
-  inner["param"] = error.param.empty() ? json::value(nullptr) : json::value(error.param);
+  inner["param"] = error.param.empty() ? json::value(nullptr) : json::value(sanitize_utf8(error.param));
   inner["code"] = error.code.empty() ? json::value(nullptr) : json::value(error.code);
   json::object body;
   body["error"] = std::move(inner);

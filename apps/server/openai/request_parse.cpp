@@ -97,6 +97,10 @@ Status parse_common(const json::object& body, const ModelTextContext& model, Par
     return Status(ErrorCode::invalid_argument, "'stop' needs a model with a tokenizer");
   }
   if (const json::value* v = body.if_contains("stop_token_ids"); v != nullptr && !v->is_null()) {
+    // Checked against every sampled token: bounded like logit_bias.
+    if (v->is_array() && v->as_array().size() > static_cast<std::size_t>(kMaxStopTokenIds)) {
+      return make_error(ErrorCode::invalid_argument, "'stop_token_ids' may hold at most {} ids", kMaxStopTokenIds);
+    }
     if (v->is_array() && v->as_array().empty()) {
       // nothing
     } else {

@@ -23,6 +23,7 @@ inline constexpr int32_t kMaxTopLogprobs = 20;    // chat top_logprobs and compl
 inline constexpr int32_t kMaxStopStrings = 16;
 inline constexpr int32_t kMaxEmbeddingInputs = 256;
 inline constexpr int32_t kMaxLogitBias = 1024;
+inline constexpr int32_t kMaxStopTokenIds = 1024;
 
 // What request parsing needs to know about the model.
 struct ModelTextContext {

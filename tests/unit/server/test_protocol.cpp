@@ -13,6 +13,8 @@
 #include "auth.hpp"
 #include "http/sse.hpp"
 #include "metrics.hpp"
+#include "openai/errors.hpp"
+#include "openai/response.hpp"
 #include "openai/tool_calls.hpp"
 #include "request_log.hpp"
 #include "server_config.hpp"
@@ -33,8 +35,11 @@ TEST_CASE("constant_time_equal and authorized compare whole keys") {
   CHECK(authorized(keys, "Bearer another-key", ""));
   CHECK(authorized(keys, "", "k1"));
   CHECK_FALSE(authorized(keys, "Bearer k2", ""));
-  CHECK_FALSE(authorized(keys, "bearer k1", ""));   // the scheme is case-sensitive here
+  CHECK(authorized(keys, "bearer k1", ""));    // the scheme is case-insensitive (RFC 9110)
+  CHECK(authorized(keys, "BEARER  k1", ""));   // and may be followed by more than one space
   CHECK_FALSE(authorized(keys, "Bearer ", ""));
+  CHECK_FALSE(authorized(keys, "Bearer   ", ""));
+  CHECK_FALSE(authorized(keys, "Bearerk1", ""));
   CHECK_FALSE(authorized(keys, "", ""));
   CHECK_FALSE(authorized(keys, "Bearer k1x", ""));
   CHECK_FALSE(authorized(keys, "Basic k1", "k"));
@@ -312,6 +317,40 @@ TEST_CASE("command-line flags override the config file") {
   // --model-options applies to the --model models; the file's model keeps its own options.
   CHECK(config.models[1].options_json == R"({"kv_dtype": "bf16"})");
   CHECK(config.models[0].options_json != config.models[1].options_json);
+}
+
+TEST_CASE("settings out of range are refused, whether from flags or the file") {
+  llaisys::test::TempDir dir;
+  auto parse = [&](const std::string& toml, std::vector<std::string> args) {
+    const auto file = dir.path() / "s.toml";
+    std::ofstream(file) << toml;
+    args.insert(args.begin(), {"llaisys-server", "--config", file.string(), "--model", "m=/x"});
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    ServerConfig config;
+    return parse_command_line(static_cast<int>(argv.size()), argv.data(), config);
+  };
+  CHECK_FALSE(parse("[server]\nmax_queued_requests = 64\n", {}).has_value());
+  // 2^31 - 1 queued requests overflowed the admission count: every request got 429.
+  CHECK(parse("[server]\nmax_queued_requests = 2147483647\n", {}) == 2);
+  CHECK(parse("[server]\nmax_running_requests = 100000000\n", {}) == 2);
+  CHECK(parse("[server]\nheader_timeout_ms = -5\n", {}) == 2);
+  CHECK(parse("[server]\n", {"--port", "83091"}) == 2);  // wrapped to 17555 before
+  CHECK(parse("[server]\n", {"--port", "-1"}) == 2);
+  CHECK(parse("[[model]]\nname = \"big\"\npath = \"/y\"\nmax_queued_requests = 2147483647\n", {}) == 2);
+  ServerConfig c;
+  c.port = 70000;
+  CHECK_THAT(validate_server_config(c).message(), Catch::Contains("port = 70000 is outside [0, 65535]"));
+}
+
+TEST_CASE("error bodies are valid UTF-8 JSON whatever the message quotes") {
+  // A client's model name cut at 200 bytes in the middle of a character, and raw bytes.
+  const std::string cut = std::string(199, 'a') + "\xc3";
+  const std::string body = error_body(not_found_error("The model '" + cut + "' does not exist", "model_not_found"));
+  CHECK(sanitize_utf8(body) == body);
+  CHECK(boost::json::parse(body).at("error").at("message").as_string().ends_with("\xef\xbf\xbd' does not exist"));
+  const std::string raw = error_body(invalid_request("no route GET /\xc3\xff", "\xff"));
+  CHECK(sanitize_utf8(raw) == raw);
 }
 
 TEST_CASE("model arguments: NAME=DIR or DIR") {

@@ -54,6 +54,13 @@ ApiError outcome(const std::string& body, bool chat = true) {
 
 const std::string kMsg = R"("messages":[{"role":"user","content":"hi"}])";
 
+// "1,1,...,1": n token ids for a JSON list.
+std::string ids_list(int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += i == 0 ? "1" : ",1";
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("hostile and malformed chat bodies get 400 with the right param") {
@@ -105,6 +112,8 @@ TEST_CASE("hostile and malformed chat bodies get 400 with the right param") {
       {"{" + kMsg + ",\"logit_bias\":{\"99999999\":1}}", 400, "logit_bias", ""},
       {"{" + kMsg + ",\"logit_bias\":{\"5\":500}}", 400, "logit_bias", ""},
       {"{" + kMsg + ",\"logit_bias\":{\"5\":-100}}", 200, "", ""},
+      {"{" + kMsg + ",\"stop_token_ids\":[" + ids_list(1025) + "]}", 400, "stop_token_ids", ""},
+      {"{" + kMsg + ",\"stop_token_ids\":[" + ids_list(1024) + "]}", 200, "", ""},
       {"{" + kMsg + ",\"logprobs\":1}", 400, "logprobs", ""},
       {"{" + kMsg + ",\"top_logprobs\":21}", 400, "top_logprobs", ""},
       {"{" + kMsg + ",\"stream\":\"yes\"}", 400, "stream", ""},

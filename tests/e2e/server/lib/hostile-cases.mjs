@@ -134,4 +134,9 @@ export const rawCaseNames = [
   'chunked body over --max-body-bytes (no Content-Length)',
   'slow headers: the header deadline closes the connection',
   'slow body: the body deadline closes the connection',
+  'a chunk-size line that never ends is cut at the read limit, not buffered',
+  'a 100 KB pipelined request behind a non-streamed one: both answered in order',
+  'an HTTP/1.0 stream is sent unframed and ends with the connection',
+  'HEAD, then garbage: the 400 keeps its body',
+  'an error quoting a model name cut mid-character is valid UTF-8',
 ];

@@ -121,6 +121,61 @@ test(`closed: ${rawCaseNames[7]}`, async () => {
   await deadlineCase(rawCaseNames[7], head, BODY_TIMEOUT_MS);
 });
 
+test(`closed at once: ${rawCaseNames[8]}`, async () => {
+  // A chunk extension that never ends: the server used to keep every byte until the body deadline.
+  const head = `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1;ext=`;
+  const res = await rawExchange(fx.server, [head, 'a'.repeat(3 << 20)], { timeoutMs: 10000 * slow });
+  assert.ok(res.closed, 'the connection stayed open');
+  assert.ok(res.elapsedMs < BODY_TIMEOUT_MS * 0.8, `closed after ${res.elapsedMs} ms: at the body deadline, not at the read limit`);
+  if (res.status !== undefined) assert.equal(res.status, 400, res.text.slice(0, 200));
+  fx.server.assertAlive();
+});
+
+test(`200 then 413: ${rawCaseNames[9]}`, async () => {
+  const first = rawPost('/v1/completions', JSON.stringify({ model: 'tiny-qwen2', prompt: 'pipelined', max_tokens: 16 }))
+    .toString('latin1').replace('Connection: close\r\n', '');
+  const second = rawPost('/v1/completions', JSON.stringify({ model: 'mock', prompt: 'y'.repeat(100 * 1024), max_tokens: 2 }));
+  const res = await rawExchange(fx.server, Buffer.concat([Buffer.from(first, 'latin1'), second]), { timeoutMs: 20000 * slow });
+  assert.equal(res.status, 200, `first response: ${res.text.slice(0, 300)}`);
+  assert.match(res.text, /"completion_tokens":16/);
+  assert.match(res.text, /HTTP\/1\.1 413/, 'the pipelined request got no answer');
+  fx.server.assertAlive();
+});
+
+test(`200: ${rawCaseNames[10]}`, async () => {
+  const body = JSON.stringify({ model: 'mock', prompt: 'old client', max_tokens: 3, stream: true });
+  const data = `POST /v1/completions HTTP/1.0\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const res = await rawExchange(fx.server, data, { timeoutMs: 10000 * slow });
+  assert.equal(res.status, 200, res.text.slice(0, 300));
+  assert.ok(res.closed, 'an HTTP/1.0 stream must end with the connection');
+  const split = res.text.indexOf('\r\n\r\n');
+  assert.doesNotMatch(res.text.slice(0, split).toLowerCase(), /transfer-encoding/);
+  const events = res.text.slice(split + 4);
+  assert.ok(events.startsWith('data: {'), `not an unframed event stream: ${JSON.stringify(events.slice(0, 80))}`);
+  assert.ok(events.trimEnd().endsWith('data: [DONE]'), `no [DONE] at the end: ${JSON.stringify(events.slice(-80))}`);
+  fx.server.assertAlive();
+});
+
+test(`200 then 400: ${rawCaseNames[11]}`, async () => {
+  const res = await rawExchange(fx.server, 'HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGARBAGE\r\n\r\n', { timeoutMs: 10000 * slow });
+  assert.equal(res.status, 200, res.text.slice(0, 300));
+  const second = res.text.indexOf('HTTP/1.1 400');
+  assert.ok(second > 0, `no 400 for the garbage: ${res.text.slice(0, 300)}`);
+  const json = rawResponseJson(res.bytes.subarray(second));
+  assert.deepEqual(errorShapeProblems(json), [], `the 400 lost its body: ${res.text.slice(second, second + 300)}`);
+  fx.server.assertAlive();
+});
+
+test(`404: ${rawCaseNames[12]}`, async () => {
+  const body = Buffer.from(JSON.stringify({ model: `${'a'.repeat(199)}é`, messages: [{ role: 'user', content: 'x' }] }));
+  const res = await rawExchange(fx.server, rawPost('/v1/chat/completions', body), { timeoutMs: 10000 * slow });
+  assert.equal(res.status, 404, res.text.slice(0, 300));
+  const bytes = res.bytes.subarray(res.bytes.indexOf('\r\n\r\n') + 4);
+  const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);  // throws on invalid UTF-8
+  assert.deepEqual(errorShapeProblems(JSON.parse(text), { code: 'model_not_found' }), []);
+  fx.server.assertAlive();
+});
+
 test('after the table: /health is 200 and normal requests succeed', async () => {
   fx.server.assertAlive();
   const health = await request(fx.server, { path: '/health', auth: false });
