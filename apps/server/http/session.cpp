@@ -24,6 +24,19 @@ constexpr std::size_t kHeaderLimit = 64 * 1024;
 constexpr std::size_t kPipelineLimit = 64 * 1024;  // bytes buffered from the client while generating
 constexpr std::size_t kReadSlack = 1024 * 1024;     // read buffer beyond the header limit
 
+// The preflight's Access-Control-Allow-Headers: the headers the browser asks for (SDKs add their
+// own, e.g. the openai package's x-stainless-*), when they are a plain comma-separated list of
+// header names; otherwise the ones the API reads.
+std::string allowed_request_headers(std::string_view requested) {
+  constexpr std::string_view kDefault = "Authorization, Content-Type, x-api-key";
+  if (requested.empty() || requested.size() > 2048) return std::string(kDefault);
+  for (char c : requested) {
+    const bool name = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    if (!name && c != ',' && c != ' ') return std::string(kDefault);
+  }
+  return std::string(requested);
+}
+
 std::string status_line(int status) {
   return fmt::format("HTTP/1.1 {} {}\r\n", status, http::obsolete_reason(static_cast<http::status>(status)));
 }
@@ -173,9 +186,10 @@ class Session : public std::enable_shared_from_this<Session> {
     if (req.method() == http::verb::options) {
       std::string extra = cors_headers(origin_);
       if (!extra.empty()) {
-        extra += "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
-                 "Access-Control-Allow-Headers: Authorization, Content-Type, x-api-key\r\n"
-                 "Access-Control-Max-Age: 600\r\n";
+        extra += "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n";
+        extra += fmt::format("Access-Control-Allow-Headers: {}\r\n",
+                             allowed_request_headers(req[http::field::access_control_request_headers]));
+        extra += "Access-Control-Max-Age: 600\r\n";
       }
       begin_request({.method = method_, .target = target_});
       record(204);

@@ -16,7 +16,8 @@ before(async () => {
   fx = await startFixture('hostile', {
     apiKey: KEY,
     mockContext: MOCK_CONTEXT,
-    args: ['--max-body-bytes', String(MAX_BODY), '--header-timeout-ms', String(HEADER_TIMEOUT_MS), '--body-timeout-ms', String(BODY_TIMEOUT_MS)],
+    args: ['--max-body-bytes', String(MAX_BODY), '--header-timeout-ms', String(HEADER_TIMEOUT_MS), '--body-timeout-ms', String(BODY_TIMEOUT_MS),
+      '--cors-origin', 'https://app.example'],
   });
 });
 
@@ -173,6 +174,23 @@ test(`404: ${rawCaseNames[12]}`, async () => {
   const bytes = res.bytes.subarray(res.bytes.indexOf('\r\n\r\n') + 4);
   const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);  // throws on invalid UTF-8
   assert.deepEqual(errorShapeProblems(JSON.parse(text), { code: 'model_not_found' }), []);
+  fx.server.assertAlive();
+});
+
+test('CORS preflight: the allowed origin gets the headers its SDK asks for; others get no CORS headers', async () => {
+  const preflight = (origin, requested) => rawExchange(fx.server,
+    `OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: ${origin}\r\nAccess-Control-Request-Method: POST\r\n` +
+    `Access-Control-Request-Headers: ${requested}\r\nConnection: close\r\n\r\n`, { timeoutMs: 10000 * slow });
+  const sdk = await preflight('https://app.example', 'authorization, content-type, x-stainless-os, x-stainless-retry-count');
+  assert.equal(sdk.status, 204, sdk.text);
+  const head = sdk.text.toLowerCase();
+  assert.match(head, /access-control-allow-origin: https:\/\/app\.example/);
+  assert.match(head, /access-control-allow-headers: [^\r]*x-stainless-retry-count/);
+  const odd = await preflight('https://app.example', 'x-a;evil=1');
+  assert.match(odd.text.toLowerCase(), /access-control-allow-headers: authorization, content-type, x-api-key\r\n/);
+  const other = await preflight('https://elsewhere.example', 'authorization');
+  assert.equal(other.status, 204, other.text);
+  assert.doesNotMatch(other.text.toLowerCase(), /access-control-allow/);
   fx.server.assertAlive();
 });
 
