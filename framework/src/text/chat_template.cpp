@@ -88,6 +88,10 @@ struct ChatTemplate::Impl {
     } catch (const jinja::Error& e) {
       const bool limit = e.kind() == "LimitError";
       return to_status(e, limit ? ErrorCode::resource_exhausted : ErrorCode::invalid_argument);
+    } catch (const std::bad_alloc&) {
+      return Status(ErrorCode::resource_exhausted, "chat template: out of memory while rendering");
+    } catch (const std::length_error&) {
+      return Status(ErrorCode::resource_exhausted, "chat template: a value grew beyond what can be stored");
     }
   }
 };

@@ -77,6 +77,8 @@ TEMPLATES = [
     "{{ undefined_thing | default('dflt') }} {{ '' | default('e', true) }} {{ none | default('n') }} {{ n | string }} {{ nums | sum }} {{ nums | min }} {{ nums | max }}",
     "{{ 'a\nb\n\nc' | indent(2) }}|{{ 'a\nb' | indent(4, first=true) }}|{{ 'a\n\nb' | indent('--', blank=true) }}",
     "{{ s | replace('l', 'L') }} {{ s | replace('l', 'L', 1) }} {{ '3.7' | float }} {{ '42' | int }} {{ 'x' | int(5) }} {{ 3.7 | int }} {{ -3 | abs }} {{ 2.567 | round(2) }}",
+    # round is Python's: halves to even, ints stay ints, a precision finer than a double is a no-op
+    "{{ 2.5|round }}|{{ 3|round }}|{{ 0.125|round(2) }}|{{ -2.5|round }}|{{ 1.5|round(400) }}|{{ 1234|round(-2) }}|{{ 2.7|round(0, 'floor') }}|{{ 3|round(0, 'ceil') }}",
     "{{ d | tojson }}|{{ d | tojson(indent=2) }}|{{ d | tojson(sort_keys=true) }}|{{ names | tojson(separators=(',', ':')) }}",
     "{{ messages[1].content | tojson }} {{ messages[1].content | tojson(ensure_ascii=true) }} {{ 1.0 | tojson }} {{ none | tojson }}",
     "{{ names | map('upper') | tojson }}",

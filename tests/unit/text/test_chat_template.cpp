@@ -181,6 +181,37 @@ TEST_CASE("hostile templates end in errors, not crashes") {
       "{% set ns = namespace(x=none) %}{% for i in range(100000) %}{% set ns.x = namespace(x=ns.x) %}{% endfor %}");
   REQUIRE(namespaces.ok());
   CHECK_THAT(namespaces->render(messages, {}).status().message(), Catch::Contains("nested deeper than"));
+  // A chain of namespaces built link by link (each stored while it was still empty) is freed
+  // without recursing once per link: 2 x 100,000 links overflowed the stack.
+  auto chain = ChatTemplate::from_string(
+      "{%- set root = namespace(n=none) -%}{%- set st = namespace(cur=root) -%}"
+      "{%- for j in range(2) -%}{%- for i in range(100000) -%}{%- set nxt = namespace(n=none) -%}"
+      "{%- set tmp = st.cur -%}{%- set tmp.n = nxt -%}{%- set st.cur = nxt -%}{%- endfor -%}{%- endfor -%}"
+      "{%- set root = none -%}done");  // dropping the head frees the chain during the render, too
+  REQUIRE(chain.ok());
+  CHECK(chain->render(messages, {}).value() == "done");
+  // Sizes a template chooses are checked before they are allocated (std::bad_alloc escaped before).
+  for (const char* source : {"{{ 1|tojson(indent=10**18) }}", "{{ 'x'|indent(10**18) }}", "{{ [1]|batch(10**12, 0)|list }}"}) {
+    auto sized = ChatTemplate::from_string(source);
+    REQUIRE(sized.ok());
+    INFO(source);
+    CHECK(sized->render(messages, {}).status().code() == ErrorCode::resource_exhausted);
+  }
+  // break / continue outside a loop are compile errors, as in Jinja2 (they used to cut the output);
+  // inside a loop's body, nested ifs included, they work; a macro body is not inside its caller's loop.
+  CHECK_THAT(ChatTemplate::from_string("{% if true %}{% continue %}{% endif %}x").status().message(),
+             Catch::Contains("'continue' outside of a loop"));
+  CHECK_FALSE(ChatTemplate::from_string("{% for i in [1] %}{% else %}{% break %}{% endfor %}").ok());
+  CHECK_FALSE(ChatTemplate::from_string("{% for i in [1] %}{% macro m() %}{% break %}{% endmacro %}{% endfor %}").ok());
+  auto loop = ChatTemplate::from_string("{% for i in [1, 2, 3] %}{% if i == 2 %}{% break %}{% endif %}{{ i }}{% endfor %}");
+  REQUIRE(loop.ok());
+  CHECK(loop->render(messages, {}).value() == "1");
+  // int of a value beyond 64 bits is an error (it was an undefined conversion to INT64_MIN).
+  for (const char* source : {"{{ '9223372036854775808'|int }}", "{{ 1e300|int }}"}) {
+    auto big = ChatTemplate::from_string(source);
+    REQUIRE(big.ok());
+    CHECK_THAT(big->render(messages, {}).status().message(), Catch::Contains("does not fit in 64 bits"));
+  }
   // A namespace holding itself is freed (LeakSanitizer checks this under asan-ubsan).
   auto cycle = ChatTemplate::from_string("{% set ns = namespace() %}{% set ns.me = ns %}ok");
   REQUIRE(cycle.ok());

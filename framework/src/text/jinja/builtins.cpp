@@ -354,7 +354,7 @@ std::shared_ptr<Frame> make_globals(std::chrono::system_clock::time_point now) {
     return Value::string(std::move(out));
   });
   add("namespace", [](Interpreter& in, CallArgs& args, const SourceLocation& where) {
-    auto data = std::make_shared<DictData>();
+    auto data = make_namespace_data();
     in.track_namespace(data);
     for (const Value& initial : args.positional) {
       if (!initial.is_dict()) type_error("namespace() positional argument must be a mapping", where);

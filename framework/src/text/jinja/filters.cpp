@@ -37,7 +37,9 @@ Value do_tojson(Interpreter& in, const Value& v, CallArgs& args, const SourceLoc
     if (a[1]->is_string()) {
       options.indent = a[1]->str();
     } else {
-      options.indent = std::string(static_cast<std::size_t>(std::max<int64_t>(0, to_int_arg(a[1], 0, "indent", where))), ' ');
+      const int64_t width = std::max<int64_t>(0, to_int_arg(a[1], 0, "indent", where));
+      in.check_size(static_cast<std::size_t>(width), where);  // before allocating it
+      options.indent = std::string(static_cast<std::size_t>(width), ' ');
     }
     options.item_separator = ",";
   }
@@ -80,9 +82,9 @@ Value do_join(Interpreter& in, const Value& v, CallArgs& args, const SourceLocat
 
 Value do_indent(Interpreter& in, const Value& v, CallArgs& args, const SourceLocation& where) {
   auto a = bind(args, {"width", "first", "blank"}, "indent", where);
-  const std::string indentation =
-      a[0] && a[0]->is_string() ? a[0]->str()
-                                : std::string(static_cast<std::size_t>(std::max<int64_t>(0, to_int_arg(a[0], 4, "width", where))), ' ');
+  const int64_t width = a[0] && a[0]->is_string() ? 0 : std::max<int64_t>(0, to_int_arg(a[0], 4, "width", where));
+  in.check_size(static_cast<std::size_t>(width), where);  // before allocating it
+  const std::string indentation = a[0] && a[0]->is_string() ? a[0]->str() : std::string(static_cast<std::size_t>(width), ' ');
   const bool first = to_bool_arg(a[1], false);
   const bool blank = to_bool_arg(a[2], false);
   const std::string s = to_str(v) + "\n";  // Jinja2's quirk for splitlines
@@ -257,13 +259,21 @@ Value do_dictsort(Interpreter& in, const Value& v, CallArgs& args, const SourceL
   return Value::list(std::move(out));
 }
 
+// A double's integer part as int64; Python's int would be exact at any size, 64 bits cannot be.
+int64_t truncate_to_int64(double d, const SourceLocation& where) {
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {  // [-2^63, 2^63)
+    fail("OverflowError", fmt::format("int() of {} does not fit in 64 bits", d), where);
+  }
+  return static_cast<int64_t>(d);
+}
+
 Value do_int(Interpreter&, const Value& v, CallArgs& args, const SourceLocation& where) {
   auto a = bind(args, {"default", "base"}, "int", where);
   const Value fallback = a[0].value_or(Value::integer(0));
   if (v.kind() == Value::Kind::integer || v.kind() == Value::Kind::boolean) return Value::integer(v.as_int());
   if (v.kind() == Value::Kind::floating) {
     if (!std::isfinite(v.as_float())) return fallback;
-    return Value::integer(static_cast<int64_t>(v.as_float()));
+    return Value::integer(truncate_to_int64(v.as_float(), where));
   }
   if (v.is_string()) {
     std::string s = py::strip(v.str(), std::nullopt, true, true);
@@ -273,9 +283,12 @@ Value do_int(Interpreter&, const Value& v, CallArgs& args, const SourceLocation&
     char* end = nullptr;
     const long long parsed = std::strtoll(s.c_str(), &end, base);
     if (!s.empty() && *end == '\0' && errno == 0) return Value::integer(parsed);
+    if (!s.empty() && *end == '\0' && errno == ERANGE) {
+      fail("OverflowError", fmt::format("int() of '{}' does not fit in 64 bits", s.substr(0, 40)), where);
+    }
     end = nullptr;
     const double d = std::strtod(s.c_str(), &end);  // Jinja2 falls back to int(float(value))
-    if (!s.empty() && *end == '\0' && std::isfinite(d)) return Value::integer(static_cast<int64_t>(d));
+    if (!s.empty() && *end == '\0' && std::isfinite(d)) return Value::integer(truncate_to_int64(d, where));
   }
   return fallback;
 }
@@ -295,19 +308,22 @@ Value do_float(Interpreter&, const Value& v, CallArgs& args, const SourceLocatio
 Value do_round(Interpreter&, const Value& v, CallArgs& args, const SourceLocation& where) {
   auto a = bind(args, {"precision", "method"}, "round", where);
   if (!v.is_number()) type_error(fmt::format("type {} doesn't define __round__ method", v.type_name()), where);
-  const double scale = std::pow(10.0, static_cast<double>(to_int_arg(a[0], 0, "precision", where)));
+  const int64_t precision = to_int_arg(a[0], 0, "precision", where);
+  const double scale = std::pow(10.0, static_cast<double>(precision));
   const std::string method = a[1] ? to_str(*a[1]) : "common";
-  const double x = v.as_float() * scale;
-  double r;
-  if (method == "ceil") {
-    r = std::ceil(x);
-  } else if (method == "floor") {
-    r = std::floor(x);
-  } else if (method == "common") {
-    r = std::round(x);
-  } else {
+  if (method != "common" && method != "ceil" && method != "floor") {
     fail("FilterArgumentError", "method must be common, ceil or floor", where);
   }
+  // "common" is Python's round(value, precision): an int stays an int, halves go to the even
+  // neighbour (2.5 -> 2.0, 0.125 -> 0.12), and a precision finer than a double is the value itself.
+  const bool integral = method == "common" && (v.kind() == Value::Kind::integer || v.kind() == Value::Kind::boolean);
+  if (integral && precision >= 0) return Value::integer(v.as_int());
+  if (!std::isfinite(scale) || scale == 0.0 || !std::isfinite(v.as_float() * scale)) {
+    return integral ? Value::integer(v.as_int()) : Value::floating(v.as_float());
+  }
+  const double x = v.as_float() * scale;
+  const double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
+  if (integral) return Value::integer(static_cast<int64_t>(r / scale));
   return Value::floating(r / scale);
 }
 
@@ -320,7 +336,7 @@ Value do_sum(Interpreter& in, const Value& v, CallArgs& args, const SourceLocati
   return total;
 }
 
-Value do_batch(Interpreter&, const Value& v, CallArgs& args, const SourceLocation& where) {
+Value do_batch(Interpreter& in, const Value& v, CallArgs& args, const SourceLocation& where) {
   auto a = bind(args, {"linecount", "fill_with"}, "batch", where);
   const int64_t size = to_int_arg(a[0], 1, "linecount", where);
   if (size <= 0) fail("ValueError", "batch size must be positive", where);
@@ -331,6 +347,7 @@ Value do_batch(Interpreter&, const Value& v, CallArgs& args, const SourceLocatio
   }
   if (!current.empty()) {
     if (a[1]) {
+      in.charge(size - static_cast<int64_t>(current.size()), where);  // the fill, before allocating it
       while (static_cast<int64_t>(current.size()) < size) current.push_back(*a[1]);
     }
     out.push_back(Value::list(std::move(current)));

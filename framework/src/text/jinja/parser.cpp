@@ -1,6 +1,7 @@
 #include "jinja/parser.hpp"
 
 #include <initializer_list>
+#include <utility>
 
 #include "jinja/expression_parser.hpp"
 
@@ -21,6 +22,8 @@ class Parser : public ExpressionParser {
   }
 
  private:
+  int loop_depth_ = 0;  // for bodies around the current statement (within its macro)
+
   // ---- statements ----
   // Parses until a {% name %} with name in `end_names` (left unconsumed: current() is that name).
   Body subparse(std::initializer_list<std::string_view> end_names) {
@@ -88,6 +91,8 @@ class Parser : public ExpressionParser {
       return s;
     }
     if (name == "break" || name == "continue") {
+      // Jinja2 refuses these outside a loop at compile time; running them would cut the output.
+      if (loop_depth_ == 0) fail("TemplateSyntaxError", fmt::format("'{}' outside of a loop", name), tag.where);
       s->kind = name == "break" ? StmtKind::break_ : StmtKind::continue_;
       expect_block_end();
       return s;
@@ -155,7 +160,9 @@ class Parser : public ExpressionParser {
     if (skip_name("if")) s->condition = parse_expression(true);
     if (skip_name("recursive")) error("recursive loops are not supported");
     expect_block_end();
+    ++loop_depth_;
     s->body = subparse({"endfor", "else"});
+    --loop_depth_;  // a for's else runs after the loop: no break or continue there
     if (next().value == "else") {
       expect_block_end();
       s->else_body = subparse({"endfor"});
@@ -199,7 +206,9 @@ class Parser : public ExpressionParser {
     }
     next();
     expect_block_end();
+    const int outer_loops = std::exchange(loop_depth_, 0);  // a macro body is not inside the caller's loop
     s->body = subparse({"endmacro"});
+    loop_depth_ = outer_loops;
     next();
     expect_block_end();
     return s;

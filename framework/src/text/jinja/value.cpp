@@ -47,6 +47,27 @@ const Value* DictData::find(std::string_view key) const {
   return nullptr;
 }
 
+std::shared_ptr<DictData> make_namespace_data() {
+  struct Deleter {
+    void operator()(DictData* data) const {
+      thread_local std::vector<DictData*>* queue = nullptr;
+      if (queue != nullptr) {  // freed by the entries of one being freed: later, not nested
+        queue->push_back(data);
+        return;
+      }
+      std::vector<DictData*> pending{data};
+      queue = &pending;
+      while (!pending.empty()) {
+        DictData* next = pending.back();
+        pending.pop_back();
+        delete next;  // may queue the namespaces only it held
+      }
+      queue = nullptr;
+    }
+  };
+  return std::shared_ptr<DictData>(new DictData(), Deleter{});
+}
+
 void DictData::set(Value key, Value value) {
   depth = std::max(depth, checked_depth(std::max(key.depth(), value.depth())));
   for (auto& [k, v] : entries) {

@@ -43,6 +43,11 @@ struct DictData {
   void set(Value key, Value value);
 };
 
+// A namespace's data. Namespaces are the one mutable container: a template can chain them link by
+// link (ns.next = namespace()) past any depth checked when a value is stored, so their deleter
+// never recurses: a namespace freed while another is being freed waits in a queue instead.
+std::shared_ptr<DictData> make_namespace_data();
+
 // Positional and keyword arguments of a call.
 struct CallArgs {
   std::vector<Value> positional;
