@@ -18,6 +18,7 @@ std::optional<JsonlLine> JsonlReader::next() {
   std::string line;
   while (std::getline(*in_, line)) {
     ++line_number_;
+    if (line_number_ == 1) strip_utf8_bom(line);  // editors on Windows write one
     if (line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
     JsonlLine out;
     out.line_number = line_number_;
@@ -31,6 +32,10 @@ std::optional<JsonlLine> JsonlReader::next() {
     return out;
   }
   return std::nullopt;
+}
+
+void strip_utf8_bom(std::string& line) {
+  if (line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);
 }
 
 void write_json_line(std::FILE* out, const boost::json::value& value) {

@@ -36,6 +36,9 @@ class JsonlReader {
   std::size_t line_number_ = 0;
 };
 
+// Removes a leading UTF-8 byte order mark (what some editors put at the start of a file).
+void strip_utf8_bom(std::string& line);
+
 // Writes `value` and a newline to `out` and flushes.
 void write_json_line(std::FILE* out, const boost::json::value& value);
 

@@ -54,7 +54,11 @@ json::object choice_json(const ChoiceResult& choice, bool with_text) {
 }
 
 json::value result_json(const BatchJob& job, const JobResult& result, bool with_text) {
-  if (result.error) return app::error_object(*result.error, job.line_number);
+  if (result.error) {
+    json::object error = app::error_object(*result.error, job.line_number);
+    if (!job.id.is_null()) error["id"] = job.id;  // so a result can be matched by its id, failed or not
+    return error;
+  }
   json::object object;
   object["id"] = job.id;
   object["prompt_ids"] = json::value_from(job.request->prompt_ids);

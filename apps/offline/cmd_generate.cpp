@@ -121,12 +121,22 @@ Status parse_sampling(const json::object& object, SamplingParams& sampling) {
   return Status();
 }
 
+// An integer field within [lo, hi], refused with the value the line gave (the engine would check a
+// narrowed copy, and its message would show that instead).
+Status check_range(std::string_view key, int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return Status();
+  return make_error(ErrorCode::invalid_argument, "{} must be in [{}, {}], got {}", key, lo, hi, value);
+}
+
 Status parse_stop(const json::object& object, const ParseContext& context, StopConditions& stop) {
+  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> max_tokens, int_field(object, "max_tokens"));
+  if (max_tokens) LLAISYS_RETURN_IF_ERROR(check_range("max_tokens", *max_tokens, 0, kInt32Max));
   stop.max_tokens = static_cast<int32_t>(std::clamp<int64_t>(max_tokens.value_or(context.options.default_max_tokens),
-                                                            -1, std::numeric_limits<int32_t>::max()));
+                                                            -1, kInt32Max));
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> min_tokens, int_field(object, "min_tokens"));
-  if (min_tokens) stop.min_tokens = static_cast<int32_t>(std::clamp<int64_t>(*min_tokens, -1, std::numeric_limits<int32_t>::max()));
+  if (min_tokens) LLAISYS_RETURN_IF_ERROR(check_range("min_tokens", *min_tokens, 0, kInt32Max));
+  if (min_tokens) stop.min_tokens = static_cast<int32_t>(*min_tokens);
   LLAISYS_ASSIGN_OR_RETURN(stop.stop, app::stop_strings_field(object, "stop"));
   if (const json::value* v = object.if_contains("stop_token_ids"); v != nullptr && !v->is_null()) {
     LLAISYS_ASSIGN_OR_RETURN(stop.stop_token_ids, token_ids_field(*v, "stop_token_ids", context.info.vocab_size));
@@ -148,7 +158,8 @@ Result<GenerateRequest> parse_job(const json::value& line, const ParseContext& c
   LLAISYS_RETURN_IF_ERROR(parse_sampling(*object, request.sampling));
   LLAISYS_RETURN_IF_ERROR(parse_stop(*object, context, request.stop));
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> n, int_field(*object, "n"));
-  if (n) request.n = static_cast<int32_t>(std::clamp<int64_t>(*n, 0, kMaxChoices + 1));
+  if (n) LLAISYS_RETURN_IF_ERROR(check_range("n", *n, 1, kMaxChoices));
+  if (n) request.n = static_cast<int32_t>(*n);
   return request;
 }
 
@@ -182,6 +193,7 @@ Result<std::vector<BatchJob>> read_txt(const ParseContext& context) {
   std::vector<BatchJob> jobs;
   std::string text;
   for (std::size_t number = 1; std::getline(*in, text); ++number) {
+    if (number == 1) app::strip_utf8_bom(text);
     if (!text.empty() && text.back() == '\r') text.pop_back();
     if (text.find_first_not_of(" \t") == std::string::npos) continue;
     BatchJob job{.id = number, .line_number = number};
