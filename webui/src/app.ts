@@ -44,10 +44,12 @@ export class ChatApp {
   private saveTimer: number | null = null;
   private sidebarSignature = "";
   private settingsConversationId: string | null = null;
+  private saveDisabled = false;
 
   constructor(mount: HTMLElement) {
     const loaded = loadState(window.localStorage);
     this.state = loaded.state;
+    this.saveDisabled = loaded.saveDisabled;
     this.sidebar = new Sidebar(
       {
         onNew: () => this.newChat(),
@@ -385,15 +387,26 @@ export class ChatApp {
       clearTimeout(this.saveTimer);
       this.saveTimer = null;
     }
+    if (this.saveDisabled) return;  // unreadable chats that could not be backed up stay untouched
     const problem = saveState(window.localStorage, this.state);
     if (problem !== null) this.showNotice(problem);
   }
 
-  // Another tab changed the chats: take its state unless this tab is streaming an answer.
+  // Another tab changed the chats: take its state. The chats this tab is streaming answers into
+  // stay this tab's own objects (the streams write into them, and their saves carry them), so
+  // neither tab's work is lost: ignoring the other tab while streaming, as before, let this tab's
+  // next save erase what the other one had just written.
   private onStorage(e: StorageEvent): void {
-    if (e.key !== STORAGE_KEY || e.newValue === null || this.generations.size > 0) return;
+    if (e.key !== STORAGE_KEY || e.newValue === null) return;
     const next = parseState(e.newValue);
     if (next === null) return;
+    for (const id of this.generations.keys()) {
+      const mine = findConversation(this.state, id);
+      if (mine === undefined) continue;
+      const at = next.conversations.findIndex((c) => c.id === id);
+      if (at >= 0) next.conversations[at] = mine;
+      else next.conversations.unshift(mine);
+    }
     const activeId = this.state.activeConversationId;
     this.state = next;
     if (findConversation(next, activeId) !== undefined) this.state.activeConversationId = activeId;

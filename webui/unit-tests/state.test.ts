@@ -11,7 +11,7 @@ import {
   titleFromText,
   truncateForRegenerate,
 } from "../src/state/conversations";
-import { parseState, serializeState } from "../src/state/storage";
+import { BACKUP_KEY, loadState, parseState, serializeState, STORAGE_KEY } from "../src/state/storage";
 import type { AppState, Conversation } from "../src/state/types";
 
 function chat(): Conversation {
@@ -134,4 +134,49 @@ test("Retry-After accepts seconds and HTTP dates", () => {
   assert.equal(parseRetryAfter(new Date(Date.UTC(2030, 0, 1, 0, 0, 30)).toUTCString(), Date.UTC(2030, 0, 1, 0, 0, 0)), 30);
   assert.equal(parseRetryAfter("soon"), null);
   assert.equal(parseRetryAfter(null), null);
+});
+
+// A Storage with a quota, as a browser's localStorage has.
+class QuotaStorage implements Storage {
+  private items = new Map<string, string>();
+  constructor(private readonly quota: number) {}
+  get length(): number {
+    return this.items.size;
+  }
+  clear(): void {
+    this.items.clear();
+  }
+  getItem(key: string): string | null {
+    return this.items.get(key) ?? null;
+  }
+  key(index: number): string | null {
+    return [...this.items.keys()][index] ?? null;
+  }
+  removeItem(key: string): void {
+    this.items.delete(key);
+  }
+  setItem(key: string, value: string): void {
+    let used = key.length + value.length;
+    for (const [k, v] of this.items) if (k !== key) used += k.length + v.length;
+    if (used > this.quota) throw new Error("QuotaExceededError");
+    this.items.set(key, value);
+  }
+}
+
+test("unreadable saved chats are backed up, or left untouched when there is no room for a copy", () => {
+  const unreadable = JSON.stringify({ version: 2, conversations: [], padding: "x".repeat(3000) });
+  const roomy = new QuotaStorage(10_000);
+  roomy.setItem(STORAGE_KEY, unreadable);
+  const kept = loadState(roomy);
+  assert.equal(kept.saveDisabled, false);
+  assert.equal(roomy.getItem(BACKUP_KEY), unreadable);
+  assert.match(kept.problem ?? "", /were kept/);
+
+  const tight = new QuotaStorage(5_000);  // the data takes more than half of it: no second copy fits
+  tight.setItem(STORAGE_KEY, unreadable);
+  const untouched = loadState(tight);
+  assert.equal(untouched.saveDisabled, true, "the session must not save over the only copy");
+  assert.equal(tight.getItem(BACKUP_KEY), null);
+  assert.match(untouched.problem ?? "", /no room to back them up/);
+  assert.equal(tight.getItem(STORAGE_KEY), unreadable);
 });

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { launchBrowser, withApp } from "../lib/browser.mjs";
-import { API_KEY, MOCK_MODEL, QWEN2_MODEL } from "../lib/env.mjs";
+import { API_KEY, BASE_URL, MOCK_MODEL, QWEN2_MODEL } from "../lib/env.mjs";
 import { modelIds } from "../lib/server.mjs";
 import {
   captureChatRequests,
@@ -113,5 +113,39 @@ test("the model picker lists the server's models and each chat keeps its own", {
     await page.reload();
     await page.waitForFunction(() => !document.querySelector("[data-testid=model-select]").disabled);
     assert.equal(await picker.inputValue(), QWEN2_MODEL, "the choice survives a reload");
+  });
+});
+
+test("a chat made in another tab survives this tab's streaming saves", { timeout: 90_000 }, async () => {
+  await withApp(browser, "two-tabs", {}, async (first) => {
+    await setApiKey(first, API_KEY);
+    // A long answer in the first tab (the launcher slows the mock model down per step).
+    await configureChat(first, { model: MOCK_MODEL, maxTokens: 600, temperature: 0 });
+    const second = await first.context().newPage();  // same origin and storage: a second tab
+    await second.goto(BASE_URL);
+    await second.getByTestId("composer-input").waitFor({ timeout: 10_000 });
+    await sendMessage(first, "Count slowly to a thousand.");
+    await first.waitForFunction(() => {
+      const all = document.querySelectorAll("[data-testid=message][data-role=assistant]");
+      return (all[all.length - 1]?.querySelector("[data-testid=message-text]")?.textContent?.length ?? 0) > 20;
+    });
+
+    await newChat(second);
+    await configureChat(second, { model: MOCK_MODEL, maxTokens: 4, temperature: 0 });
+    await sendMessage(second, "from tab two");
+    assert.equal(await waitForAnswer(second), "done");
+    // The first tab saves about once a second while it streams: let it save several times.
+    await first.waitForTimeout(2500);
+    assert.ok((await conversationTitles(second)).includes("from tab two"), "the second tab lost its chat");
+    const stored = (await storedState(second)).conversations.map((c) => c.title);
+    assert.ok(stored.includes("from tab two"), `the saved chats lost it: ${JSON.stringify(stored)}`);
+    assert.ok(stored.includes("Count slowly to a thousand."), "the streaming chat is saved too");
+
+    await first.getByTestId("stop").click();
+    assert.equal(await waitForAnswer(first), "stopped");
+    assert.ok((await conversationTitles(first)).includes("from tab two"), "the first tab shows the other tab's chat");
+    const after = await storedState(first);
+    assert.ok(after.conversations.map((c) => c.title).includes("from tab two"));
+    await second.close();
   });
 });

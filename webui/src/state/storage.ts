@@ -14,7 +14,7 @@ import {
 } from "./types";
 
 export const STORAGE_KEY = "llaisys.webui.state";
-const BACKUP_KEY = "llaisys.webui.state.unreadable";
+export const BACKUP_KEY = "llaisys.webui.state.unreadable";
 
 export function emptyState(): AppState {
   return { conversations: [], activeConversationId: null, apiKey: "", lastModel: "" };
@@ -47,6 +47,9 @@ export interface LoadResult {
   state: AppState;
   // Set when stored data existed but could not be read (it was kept under BACKUP_KEY).
   problem: string | null;
+  // The unreadable data could not be backed up (storage full): it is still the only copy under
+  // STORAGE_KEY, so this session must not save over it.
+  saveDisabled: boolean;
 }
 
 export function loadState(storage: Storage): LoadResult {
@@ -54,17 +57,30 @@ export function loadState(storage: Storage): LoadResult {
   try {
     text = storage.getItem(STORAGE_KEY);
   } catch (e) {
-    return { state: emptyState(), problem: `Browser storage is not available (${(e as Error).message}); chats will not be kept.` };
+    return {
+      state: emptyState(),
+      problem: `Browser storage is not available (${(e as Error).message}); chats will not be kept.`,
+      saveDisabled: false,
+    };
   }
-  if (text === null) return { state: emptyState(), problem: null };
+  if (text === null) return { state: emptyState(), problem: null, saveDisabled: false };
   const state = parseState(text);
-  if (state !== null) return { state, problem: null };
+  if (state !== null) return { state, problem: null, saveDisabled: false };
   try {
     storage.setItem(BACKUP_KEY, text);
   } catch {
-    // Nothing more can be done; the problem is reported below.
+    // No room for a second copy (the data takes more than half the quota): leave the only copy.
+    return {
+      state: emptyState(),
+      problem: `Saved chats could not be read, and there is no room to back them up: they are left as they are under "${STORAGE_KEY}", and chats of this session will not be saved.`,
+      saveDisabled: true,
+    };
   }
-  return { state: emptyState(), problem: `Saved chats could not be read; they were kept in localStorage under "${BACKUP_KEY}".` };
+  return {
+    state: emptyState(),
+    problem: `Saved chats could not be read; they were kept in localStorage under "${BACKUP_KEY}".`,
+    saveDisabled: false,
+  };
 }
 
 // Returns null on success, else why the state could not be saved (e.g. the storage quota is full).
