@@ -115,11 +115,26 @@ fs::path default_tokenizer_dir() {
   return (exe.parent_path() / ".." / "share" / "llaisys" / "qwen2-tokenizer").lexically_normal();
 }
 
-Status write_model(const fs::path& out_dir, const WriteOptions& options) {
+Status write_model(const fs::path& requested_dir, const WriteOptions& options) {
   std::error_code ec;
-  if (fs::exists(out_dir, ec) && !options.overwrite) {
+  // "out/", "out/." or "." name the same directory as "out" or the current one: the staging
+  // directory is built beside the target's real name ("out.partial"), never inside it, and a
+  // target that is the current directory or one of its ancestors is refused (--force would remove
+  // what the caller stands in).
+  const fs::path out_dir = fs::absolute(requested_dir, ec).lexically_normal();
+  fs::path target = out_dir;
+  if (!target.has_filename()) target = target.parent_path();  // a trailing separator
+  const fs::path cwd = fs::current_path(ec);
+  if (ec || target.empty() || !target.has_relative_path() || target.filename() == "." || target.filename() == ".." ||
+      cwd.lexically_relative(target).native().rfind("..", 0) != 0) {
+    return make_error(ErrorCode::invalid_argument,
+                      "{}: the model directory must be a new or replaceable directory, not the current directory "
+                      "or one containing it",
+                      requested_dir.string());
+  }
+  if (fs::exists(target, ec) && !options.overwrite) {
     return make_error(ErrorCode::invalid_argument, "{} already exists (pass --force to replace it)",
-                      out_dir.string());
+                      requested_dir.string());
   }
   const std::vector<std::string> tokenizer_files = {"tokenizer.json", "tokenizer_config.json"};
   if (!options.tokenizer_dir.empty()) {
@@ -132,7 +147,7 @@ Status write_model(const fs::path& out_dir, const WriteOptions& options) {
       }
     }
   }
-  fs::path partial = out_dir;
+  fs::path partial = target;
   partial += ".partial";
   fs::remove_all(partial, ec);
   if (!fs::create_directories(partial, ec) && ec) {
@@ -154,9 +169,9 @@ Status write_model(const fs::path& out_dir, const WriteOptions& options) {
     return write_weights(partial, options);
   }();
   if (status.ok()) {
-    if (options.overwrite) fs::remove_all(out_dir, ec);
-    fs::rename(partial, out_dir, ec);
-    if (ec) status = make_error(ErrorCode::io_error, "cannot rename {} to {}: {}", partial.string(), out_dir.string(), ec.message());
+    if (options.overwrite) fs::remove_all(target, ec);
+    fs::rename(partial, target, ec);
+    if (ec) status = make_error(ErrorCode::io_error, "cannot rename {} to {}: {}", partial.string(), target.string(), ec.message());
   }
   if (!status.ok()) fs::remove_all(partial, ec);
   return status;
