@@ -102,12 +102,14 @@ Status read_token_ids(const json::object& o, std::string_view key, std::vector<T
   return Status();
 }
 
-Status read_rope_scaling(const json::object& o, RopeScaling& out, std::string_view source) {
-  const json::value* v = o.if_contains("rope_scaling");
+// `key` is "rope_scaling" or (transformers v5) "rope_parameters": the same fields.
+Status read_rope_scaling(const json::object& o, RopeScaling& out, std::string_view source,
+                         std::string_view key = "rope_scaling") {
+  const json::value* v = o.if_contains(key);
   if (v == nullptr || v->is_null()) return Status();
   const json::object* scaling = v->if_object();
   if (scaling == nullptr) {
-    return make_error(ErrorCode::invalid_argument, "{}: \"rope_scaling\" must be an object or null", source);
+    return make_error(ErrorCode::invalid_argument, "{}: \"{}\" must be an object or null", source, key);
   }
   // transformers reads "rope_type", older files say "type".
   const json::value* kind = scaling->if_contains("rope_type");
@@ -130,9 +132,9 @@ Status read_rope_scaling(const json::object& o, RopeScaling& out, std::string_vi
   if (name == "llama3") {
     // All four keys are required, as transformers' _validate_llama3_parameters demands.
     RopeScaling r{.kind = RopeScaling::Kind::llama3, .factor = 0, .low_freq_factor = 0, .high_freq_factor = 0};
-    for (const char* key : {"factor", "low_freq_factor", "high_freq_factor"}) {
-      if (!scaling->contains(key)) {
-        return make_error(ErrorCode::invalid_argument, "{}: llama3 rope_scaling needs \"{}\"", source, key);
+    for (const char* field : {"factor", "low_freq_factor", "high_freq_factor"}) {
+      if (!scaling->contains(field)) {
+        return make_error(ErrorCode::invalid_argument, "{}: llama3 rope_scaling needs \"{}\"", source, field);
       }
     }
     LLAISYS_RETURN_IF_ERROR(read_number(*scaling, "factor", r.factor, source));
@@ -206,6 +208,16 @@ Result<HfTransformerConfig> parse_hf_config(std::string_view config_json,
                       c.rms_norm_eps, kMinEps);
   }
   LLAISYS_RETURN_IF_ERROR(read_rope_scaling(o, c.rope_scaling, source));
+  // transformers v5 writes RoPE settings as "rope_parameters" (rope_type, rope_theta, factor, ...):
+  // read them too, never silently fall back to default RoPE.
+  if (const json::value* p = o.if_contains("rope_parameters"); p != nullptr && !p->is_null()) {
+    if (o.contains("rope_scaling") && !o.at("rope_scaling").is_null()) {
+      return make_error(ErrorCode::invalid_argument, "{}: both \"rope_scaling\" and \"rope_parameters\" are given",
+                        source);
+    }
+    LLAISYS_RETURN_IF_ERROR(read_rope_scaling(o, c.rope_scaling, source, "rope_parameters"));
+    LLAISYS_RETURN_IF_ERROR(read_number(p->as_object(), "rope_theta", c.rope_theta, source));
+  }
   LLAISYS_RETURN_IF_ERROR(read_bool(o, "tie_word_embeddings", c.tie_word_embeddings, source));
   LLAISYS_RETURN_IF_ERROR(read_bool(o, "attention_bias", c.attention_bias, source));
   LLAISYS_RETURN_IF_ERROR(read_bool(o, "mlp_bias", c.mlp_bias, source));

@@ -89,6 +89,28 @@ TEST_CASE("hf config: rope scaling kinds", "[weights][config]") {
   }
 }
 
+TEST_CASE("hf config: transformers v5 rope_parameters are read, never ignored", "[weights][config]") {
+  // v5 moves rope_theta and the scaling into one "rope_parameters" object.
+  auto v5 = parse_hf_config(edited(R"("rope_scaling": null)",
+                                   R"("rope_parameters": {"rope_type": "linear", "factor": 4.0, "rope_theta": 500000.0})"),
+                            std::nullopt);
+  REQUIRE(v5.ok());
+  CHECK(v5->rope_scaling.kind == RopeScaling::Kind::linear);
+  CHECK(v5->rope_scaling.factor == 4.0);
+  CHECK(v5->rope_theta == 500000.0);
+  auto plain = parse_hf_config(edited(R"("rope_scaling": null)", R"("rope_parameters": {"rope_type": "default", "rope_theta": 20000.0})"),
+                               std::nullopt);
+  REQUIRE(plain.ok());
+  CHECK(plain->rope_scaling.kind == RopeScaling::Kind::none);
+  CHECK(plain->rope_theta == 20000.0);
+  CHECK(error_of(edited(R"("rope_scaling": null)", R"("rope_parameters": {"rope_type": "yarn", "factor": 4.0})")).code() ==
+        ErrorCode::unsupported);
+  CHECK_THAT(error_of(edited(R"("rope_scaling": null)",
+                             R"("rope_scaling": {"rope_type": "linear", "factor": 2.0}, "rope_parameters": {"rope_type": "default"})"))
+                 .message(),
+             Catch::Contains("both"));
+}
+
 TEST_CASE("hf config: llama3 rope scaling (Llama 3.1) reads its four parameters", "[weights][config]") {
   const std::string llama31 =
       R"("rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,

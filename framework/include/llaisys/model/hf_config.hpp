@@ -4,7 +4,7 @@
 //
 // Contract: a setting that would change the function the model computes and that llaisys does not
 // implement is an `unsupported` error naming the key — never silently ignored. Today that is: a
-// rope_scaling kind other than "default", "linear" or "llama3", use_sliding_window true, a hidden_act other
+// rope_scaling (or transformers v5 rope_parameters) kind other than "default", "linear" or "llama3", use_sliding_window true, a hidden_act other
 // than silu, partial_rotary_factor != 1, more than 8 EOS ids. Missing or ill-typed required keys,
 // and values the kernels cannot take (rms_norm_eps outside [FLT_MIN, 1]), are `invalid_argument`
 // errors naming the key. Keys that do not change the computation (dropout, initializer_range,
