@@ -135,8 +135,10 @@ Status parse_stop(const json::object& object, const ParseContext& context, StopC
   stop.max_tokens = static_cast<int32_t>(std::clamp<int64_t>(max_tokens.value_or(context.options.default_max_tokens),
                                                             -1, kInt32Max));
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> min_tokens, int_field(object, "min_tokens"));
-  if (min_tokens) LLAISYS_RETURN_IF_ERROR(check_range("min_tokens", *min_tokens, 0, kInt32Max));
-  if (min_tokens) stop.min_tokens = static_cast<int32_t>(*min_tokens);
+  if (min_tokens) {
+    LLAISYS_RETURN_IF_ERROR(check_range("min_tokens", *min_tokens, 0, kInt32Max));
+    stop.min_tokens = static_cast<int32_t>(*min_tokens);
+  }
   LLAISYS_ASSIGN_OR_RETURN(stop.stop, app::stop_strings_field(object, "stop"));
   if (const json::value* v = object.if_contains("stop_token_ids"); v != nullptr && !v->is_null()) {
     LLAISYS_ASSIGN_OR_RETURN(stop.stop_token_ids, token_ids_field(*v, "stop_token_ids", context.info.vocab_size));
@@ -158,8 +160,10 @@ Result<GenerateRequest> parse_job(const json::value& line, const ParseContext& c
   LLAISYS_RETURN_IF_ERROR(parse_sampling(*object, request.sampling));
   LLAISYS_RETURN_IF_ERROR(parse_stop(*object, context, request.stop));
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> n, int_field(*object, "n"));
-  if (n) LLAISYS_RETURN_IF_ERROR(check_range("n", *n, 1, kMaxChoices));
-  if (n) request.n = static_cast<int32_t>(*n);
+  if (n) {
+    LLAISYS_RETURN_IF_ERROR(check_range("n", *n, 1, kMaxChoices));
+    request.n = static_cast<int32_t>(*n);
+  }
   return request;
 }
 

@@ -212,20 +212,34 @@ Result<ModelSpec> parse_model_arg(const std::string& arg) {
   return spec;
 }
 
+namespace {
+
+// The settings' ranges: checked on the flags as they are parsed, and on the merged result (file and
+// flags) by validate_server_config.
+struct Bounds {
+  int64_t lo, hi;
+};
+constexpr int64_t kDayMs = int64_t{24} * 3600 * 1000;
+constexpr Bounds kPort{0, 65535}, kIoThreads{1, 256}, kModelThreads{0, 1024}, kRunning{1, 4096}, kQueued{0, 1 << 20},
+    kBodyBytes{1, int64_t{1} << 34}, kConnections{1, 1 << 20}, kTimeoutMs{1, kDayMs}, kKeepaliveMs{0, kDayMs},
+    kBacklogBytes{4096, int64_t{1} << 40}, kSendBufferBytes{0, int64_t{1} << 30};
+
+}  // namespace
+
 void add_server_options(CLI::App& app, ServerConfig& c) {
   app.add_option("--host", c.host, "address to listen on")->capture_default_str();
   app.add_option("--port", c.port, "port (0: an ephemeral port)")->capture_default_str();
   app.add_option("--model", c.model_args, "NAME=DIR or DIR (served under its directory name); repeatable");
   app.add_option("--config", c.config_file, "TOML file with [server] and [[model]] tables");
   app.add_option("--api-key", c.api_keys, "required API key (repeatable; also env LLAISYS_API_KEY)");
-  app.add_option("--threads", c.threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("--threads", c.threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(kIoThreads.lo, kIoThreads.hi));
   app.add_option("--model-threads", c.model_threads, "compute threads per model (0: all cores)")->capture_default_str();
   app.add_option("--model-options", c.model_options,
                  "plugin options (JSON) of the --model models, e.g. '{\"matmul\": \"bf16\"}'")->capture_default_str();
   app.add_option("--max-running-requests", c.max_running_requests, "per model: sequences in one batch")
-      ->capture_default_str()->check(CLI::Range(1, 4096));
+      ->capture_default_str()->check(CLI::Range(kRunning.lo, kRunning.hi));
   app.add_option("--max-queued-requests", c.max_queued_requests, "per model: admitted requests beyond the running ones")
-      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+      ->capture_default_str()->check(CLI::Range(kQueued.lo, kQueued.hi));
   app.add_option("--max-body-bytes", c.max_body_bytes, "largest request body (413 beyond)")->capture_default_str();
   app.add_option("--max-connections", c.max_connections, "open connections (503 beyond)")->capture_default_str();
   app.add_option("--header-timeout-ms", c.header_timeout_ms, "deadline for a request's header")->capture_default_str();
@@ -235,13 +249,13 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
   app.add_option("--sse-keepalive-ms", c.sse_keepalive_ms, "SSE keep-alive comment interval")->capture_default_str();
   app.add_option("--write-timeout-ms", c.write_timeout_ms,
                  "a response write the client does not take within this aborts the request and closes")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{24} * 3600 * 1000));
+      ->capture_default_str()->check(CLI::Range(kTimeoutMs.lo, kTimeoutMs.hi));
   app.add_option("--max-stream-backlog-bytes", c.max_stream_backlog_bytes,
                  "unwritten SSE bytes per connection before the request is aborted as a slow reader")
-      ->capture_default_str()->check(CLI::Range(int64_t{4096}, int64_t{1} << 40));
+      ->capture_default_str()->check(CLI::Range(kBacklogBytes.lo, kBacklogBytes.hi));
   app.add_option("--socket-send-buffer-bytes", c.socket_send_buffer_bytes,
                  "SO_SNDBUF of each connection (0: the kernel's autotuning)")
-      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+      ->capture_default_str()->check(CLI::Range(kSendBufferBytes.lo, kSendBufferBytes.hi));
   app.add_option("--cors-origin", c.cors_origins, "allowed CORS origin (repeatable; * without credentials)");
   app.add_option("--webui", c.webui_dir, "web UI directory (default <exe>/../share/llaisys/webui)");
   app.add_option("--plugin-dir", c.plugin_dir, "directory of model plugins");
@@ -252,34 +266,29 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
 }
 
 Status validate_server_config(const ServerConfig& c) {
-  auto range = [](std::string_view key, int64_t value, int64_t lo, int64_t hi) -> Status {
-    if (value >= lo && value <= hi) return Status();
-    return make_error(ErrorCode::invalid_argument, "{} = {} is outside [{}, {}]", key, value, lo, hi);
+  auto range = [](std::string_view key, int64_t value, Bounds b) -> Status {
+    if (value >= b.lo && value <= b.hi) return Status();
+    return make_error(ErrorCode::invalid_argument, "{} = {} is outside [{}, {}]", key, value, b.lo, b.hi);
   };
-  constexpr int64_t kDay = int64_t{24} * 3600 * 1000;
-  LLAISYS_RETURN_IF_ERROR(range("port", c.port, 0, 65535));
-  LLAISYS_RETURN_IF_ERROR(range("threads", c.threads, 1, 256));
-  LLAISYS_RETURN_IF_ERROR(range("model_threads", c.model_threads, 0, 1024));
-  LLAISYS_RETURN_IF_ERROR(range("max_running_requests", c.max_running_requests, 1, 4096));
-  LLAISYS_RETURN_IF_ERROR(range("max_queued_requests", c.max_queued_requests, 0, 1 << 20));
-  LLAISYS_RETURN_IF_ERROR(range("max_body_bytes", c.max_body_bytes, 1, int64_t{1} << 34));
-  LLAISYS_RETURN_IF_ERROR(range("max_connections", c.max_connections, 1, 1 << 20));
-  LLAISYS_RETURN_IF_ERROR(range("header_timeout_ms", c.header_timeout_ms, 1, kDay));
-  LLAISYS_RETURN_IF_ERROR(range("body_timeout_ms", c.body_timeout_ms, 1, kDay));
-  LLAISYS_RETURN_IF_ERROR(range("idle_timeout_ms", c.idle_timeout_ms, 1, kDay));
-  LLAISYS_RETURN_IF_ERROR(range("sse_keepalive_ms", c.sse_keepalive_ms, 0, kDay));
-  LLAISYS_RETURN_IF_ERROR(range("write_timeout_ms", c.write_timeout_ms, 1, kDay));
-  LLAISYS_RETURN_IF_ERROR(range("max_stream_backlog_bytes", c.max_stream_backlog_bytes, 4096, int64_t{1} << 40));
-  LLAISYS_RETURN_IF_ERROR(range("socket_send_buffer_bytes", c.socket_send_buffer_bytes, 0, int64_t{1} << 30));
+  LLAISYS_RETURN_IF_ERROR(range("port", c.port, kPort));
+  LLAISYS_RETURN_IF_ERROR(range("threads", c.threads, kIoThreads));
+  LLAISYS_RETURN_IF_ERROR(range("model_threads", c.model_threads, kModelThreads));
+  LLAISYS_RETURN_IF_ERROR(range("max_running_requests", c.max_running_requests, kRunning));
+  LLAISYS_RETURN_IF_ERROR(range("max_queued_requests", c.max_queued_requests, kQueued));
+  LLAISYS_RETURN_IF_ERROR(range("max_body_bytes", c.max_body_bytes, kBodyBytes));
+  LLAISYS_RETURN_IF_ERROR(range("max_connections", c.max_connections, kConnections));
+  LLAISYS_RETURN_IF_ERROR(range("header_timeout_ms", c.header_timeout_ms, kTimeoutMs));
+  LLAISYS_RETURN_IF_ERROR(range("body_timeout_ms", c.body_timeout_ms, kTimeoutMs));
+  LLAISYS_RETURN_IF_ERROR(range("idle_timeout_ms", c.idle_timeout_ms, kTimeoutMs));
+  LLAISYS_RETURN_IF_ERROR(range("sse_keepalive_ms", c.sse_keepalive_ms, kKeepaliveMs));
+  LLAISYS_RETURN_IF_ERROR(range("write_timeout_ms", c.write_timeout_ms, kTimeoutMs));
+  LLAISYS_RETURN_IF_ERROR(range("max_stream_backlog_bytes", c.max_stream_backlog_bytes, kBacklogBytes));
+  LLAISYS_RETURN_IF_ERROR(range("socket_send_buffer_bytes", c.socket_send_buffer_bytes, kSendBufferBytes));
   for (const ModelSpec& m : c.models) {
-    const std::string where = fmt::format("model '{}': ", m.name);
-    if (Status s = range("threads", m.threads, 0, 1024); !s.ok()) return Status(s.code(), where + s.message());
-    if (Status s = range("max_running_requests", m.max_running_requests, 1, 4096); !s.ok()) {
-      return Status(s.code(), where + s.message());
-    }
-    if (Status s = range("max_queued_requests", m.max_queued_requests, 0, 1 << 20); !s.ok()) {
-      return Status(s.code(), where + s.message());
-    }
+    const std::string where = fmt::format("model '{}'", m.name);
+    LLAISYS_RETURN_IF_ERROR(range("threads", m.threads, kModelThreads).with_context(where));
+    LLAISYS_RETURN_IF_ERROR(range("max_running_requests", m.max_running_requests, kRunning).with_context(where));
+    LLAISYS_RETURN_IF_ERROR(range("max_queued_requests", m.max_queued_requests, kQueued).with_context(where));
   }
   return Status();
 }
