@@ -97,6 +97,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // ---- reading a request
   void read_header() {
+    // A new request: nothing of the previous one's (a HEAD without a body, HTTP/1.0 framing)
+    // applies to what is answered next, even to a protocol error before handle() runs.
+    head_ = false;
+    chunked_ = true;
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(static_cast<uint64_t>(std::max<int64_t>(config_.max_body_bytes, 0)));
@@ -235,7 +239,6 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Answers a request that cannot be read to the end and closes the connection.
   void fail_request(int status, std::string message) {
-    head_ = false;  // not the previous request's: this answer has a body
     ApiError e{.status = status, .message = std::move(message), .type = "invalid_request_error"};
     begin_request({.method = parser_ ? std::string(parser_->get().method_string()) : "", .finish = e.message});
     record(status);
