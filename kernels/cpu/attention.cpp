@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "simd.hpp"
+#include "softcap.hpp"
 
 namespace llaisys::cpu {
 namespace {
@@ -24,18 +25,34 @@ struct F32Rows {
 struct GroupTask {
   const float* q;         // [group, head_dim]
   float* out;             // [group, head_dim]
-  const int64_t* rows;    // [num_keys]: where key j's row starts in F32Rows::k and ::v
-  int64_t num_keys;       // position + 1
+  const int64_t* rows;    // [num_keys]: where the i-th attended key's row starts in F32Rows::k and ::v
+  int64_t num_keys;       // the attended keys, first..position
   int64_t group;
 };
 
-// rows[j] = kv.offset(table[j / block_size], kv_head, j % block_size) for j < num_keys, block by
-// block (no division per key: every head of the group and both K and V reuse them).
-void fill_rows(const PagedKvLayer& kv, const int32_t* table, int64_t kv_head, int64_t num_keys, int64_t* rows) {
-  for (int64_t first = 0, block = 0; first < num_keys; first += kv.block_size, ++block) {
-    const int64_t base = kv.offset(table[block], kv_head, 0);
-    const int64_t count = std::min(kv.block_size, num_keys - first);
-    for (int64_t slot = 0; slot < count; ++slot) rows[first + slot] = base + slot * kv.head_dim;
+// The keys a token at `position` attends: [first, end).
+struct KeyRange {
+  int64_t first;
+  int64_t end;
+};
+
+KeyRange attended_keys(int32_t position, int32_t window) {
+  const int64_t end = static_cast<int64_t>(position) + 1;
+  return {.first = window > 0 ? std::max<int64_t>(0, end - window) : 0, .end = end};
+}
+
+// rows[i] = kv.offset(table[j / block_size], kv_head, j % block_size) for the keys j = first + i,
+// i < count, block by block (no division per key: every head of the group and both K and V reuse
+// them). Reads the table entries of the blocks holding those keys only.
+void fill_rows(const PagedKvLayer& kv, const int32_t* table, int64_t kv_head, int64_t first, int64_t count,
+               int64_t* rows) {
+  const int64_t end = first + count;
+  for (int64_t j = first; j < end;) {
+    const int64_t slot = j % kv.block_size;
+    const int64_t base = kv.offset(table[j / kv.block_size], kv_head, slot);
+    const int64_t run = std::min(kv.block_size - slot, end - j);
+    for (int64_t i = 0; i < run; ++i) rows[j - first + i] = base + i * kv.head_dim;
+    j += run;
   }
 }
 
@@ -66,6 +83,10 @@ void widen_rows(Isa isa, const PagedKvLayer& kv, int64_t num_keys, const int64_t
   }
 }
 
+// At most this many keys widened at once for the next tasks (a task's own keys always are): a
+// long prefill on one thread widens its keys in pieces instead of all at once.
+constexpr int64_t kMaxWidenedKeys = 8192;
+
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 float max_of(const float* s, int64_t n) {
@@ -94,13 +115,21 @@ float exp_sum_scalar(float* s, int64_t n, float max) {
   return simd::reduce_lanes(lanes);
 }
 
-void attend_scalar(const F32Rows& kv, const GroupTask& task, float scale, float* scores) {
+// The soft cap over each head's score row (`stride` apart), before the max.
+void cap_scores(Isa isa, const GroupTask& task, float softcap, float* scores, int64_t stride) {
+  if (softcap <= 0.0f) return;
+  for (int64_t h = 0; h < task.group; ++h) softcap_row(isa, scores + h * stride, task.num_keys, softcap);
+}
+
+void attend_scalar(const F32Rows& kv, const GroupTask& task, const AttentionParams& params, float* scores) {
   const int64_t d = kv.head_dim;
   const int64_t stride = round_up(task.num_keys, kLanes);
+  const float scale = params.scale;
   for (int64_t j = 0; j < task.num_keys; ++j) {
     const float* k = kv.k + task.rows[j];
     for (int64_t h = 0; h < task.group; ++h) scores[h * stride + j] = dot_scalar(task.q + h * d, k, d) * scale;
   }
+  cap_scores(Isa::scalar, task, params.softcap, scores, stride);
   for (int64_t h = 0; h < task.group; ++h) {
     float* s = scores + h * stride;
     const float sum = exp_sum_scalar(s, task.num_keys, max_of(s, task.num_keys));
@@ -151,13 +180,16 @@ LLAISYS_TARGET_AVX2 float exp_sum_avx2(float* s, int64_t n, float max) {
   return simd::reduce_lanes_avx2(lo, hi);
 }
 
-LLAISYS_TARGET_AVX2 void attend_avx2(const F32Rows& kv, const GroupTask& task, float scale, float* scores) {
+LLAISYS_TARGET_AVX2 void attend_avx2(const F32Rows& kv, const GroupTask& task, const AttentionParams& params,
+                                     float* scores) {
   const int64_t d = kv.head_dim;
   const int64_t stride = round_up(task.num_keys, kLanes);
+  const float scale = params.scale;
   for (int64_t j = 0; j < task.num_keys; ++j) {
     const float* k = kv.k + task.rows[j];
     for (int64_t h = 0; h < task.group; ++h) scores[h * stride + j] = dot_avx2(task.q + h * d, k, d) * scale;
   }
+  cap_scores(Isa::avx2, task, params.softcap, scores, stride);
   for (int64_t h = 0; h < task.group; ++h) {
     float* s = scores + h * stride;
     const float sum = exp_sum_avx2(s, task.num_keys, max_of(s, task.num_keys));
@@ -335,9 +367,11 @@ LLAISYS_TARGET_AVX512 void dot2_heads128_avx512(const float* q, int64_t group, c
   }
 }
 
-LLAISYS_TARGET_AVX512 void attend_avx512(const F32Rows& kv, const GroupTask& task, float scale, float* scores) {
+LLAISYS_TARGET_AVX512 void attend_avx512(const F32Rows& kv, const GroupTask& task, const AttentionParams& params,
+                                         float* scores) {
   const int64_t d = kv.head_dim;
   const int64_t stride = round_up(task.num_keys, kLanes);
+  const float scale = params.scale;
   auto key = [&](int64_t j) { return kv.k + task.rows[j]; };
   int64_t j = 0;
   for (; j + 4 <= task.num_keys; j += 4) {
@@ -356,6 +390,7 @@ LLAISYS_TARGET_AVX512 void attend_avx512(const F32Rows& kv, const GroupTask& tas
     const float* k = key(j);
     for (int64_t h = 0; h < task.group; ++h) scores[h * stride + j] = dot_avx512(task.q + h * d, k, d) * scale;
   }
+  cap_scores(Isa::avx512, task, params.softcap, scores, stride);
   float* sums = scores + task.group * stride;  // the caller leaves room for them
   for (int64_t h = 0; h < task.group; ++h) {
     float* s = scores + h * stride;
@@ -377,56 +412,80 @@ LLAISYS_TARGET_AVX512 void attend_avx512(const F32Rows& kv, const GroupTask& tas
 }  // namespace
 
 void paged_attention(const CpuContext& ctx, const PagedKvLayer& layer, const BatchSlots& batch, const float* q,
-                     int64_t q_stride, int64_t num_q_heads, float scale, float* out, int64_t out_stride) {
+                     int64_t q_stride, int64_t num_q_heads, const AttentionParams& params, float* out,
+                     int64_t out_stride) {
   const int64_t group = num_q_heads / layer.num_kv_heads;
   const int64_t num_tasks = batch.num_tokens * layer.num_kv_heads;
+  const int64_t d = layer.head_dim;
   // Tells this call's widened rows from an earlier call's (the cache may have changed since).
   static std::atomic<uint64_t> calls{0};
   const uint64_t call = calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  // kv head by kv head, last tokens first: in a causal prefill later tokens have more keys, and
+  // handing out the longest tasks first lets the dynamic chunks even out the threads; a thread's
+  // consecutive tasks share a kv head (and, in a prefill, a sequence).
+  auto kv_head_of = [&](int64_t task_index) { return task_index / batch.num_tokens; };
+  auto token_of = [&](int64_t task_index) { return batch.num_tokens - 1 - task_index % batch.num_tokens; };
+  auto table_of = [&](int64_t t) { return batch.block_tables[batch.seq_indices[t]]; };
+  auto keys_of = [&](int64_t t) { return attended_keys(batch.positions[t], params.window); };
   auto work = [&](int64_t begin, int64_t end) {
     // Scores of the group's heads, one row per head padded to 16 entries.
     thread_local std::vector<float> scores;
-    // Where each key's K and V rows start (fill_rows).
+    // Where each attended key's K and V rows start (fill_rows).
     thread_local std::vector<int64_t> rows;
     // A bf16 layer's rows, widened to f32 (widen_rows) for one sequence and kv head of one call:
-    // the first `widened` keys. A prefill's later tasks of that sequence and head reuse them.
+    // the keys [first, end), key j at (j - first) * head_dim. A prefill's later tasks of that
+    // sequence and head reuse them.
     thread_local std::vector<float> wide_k;
     thread_local std::vector<float> wide_v;
     thread_local struct {
       uint64_t call = 0;
       const int32_t* table = nullptr;
       int64_t kv_head = -1;
-      int64_t widened = 0;
+      KeyRange keys{0, 0};
     } wide;
     for (int64_t task_index = begin; task_index < end; ++task_index) {
-      // kv head by kv head, last tokens first: in a causal prefill later tokens have more keys, and
-      // handing out the longest tasks first lets the dynamic chunks even out the threads; a thread's
-      // consecutive tasks share a kv head (and, in a prefill, a sequence).
-      const int64_t g = task_index / batch.num_tokens;
-      const int64_t t = batch.num_tokens - 1 - task_index % batch.num_tokens;
-      const int64_t num_keys = static_cast<int64_t>(batch.positions[t]) + 1;
-      const int32_t* table = batch.block_tables[batch.seq_indices[t]];
+      const int64_t g = kv_head_of(task_index);
+      const int64_t t = token_of(task_index);
+      const KeyRange keys = keys_of(t);
+      const int64_t num_keys = keys.end - keys.first;
+      const int32_t* table = table_of(t);
       if (rows.size() < static_cast<std::size_t>(num_keys)) rows.resize(static_cast<std::size_t>(num_keys));
-      F32Rows kv{.k = static_cast<const float*>(layer.k), .v = static_cast<const float*>(layer.v), .head_dim = layer.head_dim};
+      F32Rows kv{.k = static_cast<const float*>(layer.k), .v = static_cast<const float*>(layer.v), .head_dim = d};
       if (layer.dtype != DType::bf16) {
-        fill_rows(layer, table, g, num_keys, rows.data());
+        fill_rows(layer, table, g, keys.first, num_keys, rows.data());
       } else {
-        if (wide.call != call || wide.table != table || wide.kv_head != g || wide.widened < num_keys) {
-          const auto floats = static_cast<std::size_t>(num_keys * layer.head_dim);
+        if (wide.call != call || wide.table != table || wide.kv_head != g || keys.first < wide.keys.first ||
+            keys.end > wide.keys.end) {
+          // Widen this task's keys together with those of the thread's next tasks on the same
+          // sequence and kv head, as long as their key ranges overlap (so every widened key is
+          // attended by one of them, and no block outside their windows is read).
+          KeyRange widen = keys;
+          for (int64_t next = task_index + 1; next < end && kv_head_of(next) == g; ++next) {
+            const int64_t t_next = token_of(next);
+            if (table_of(t_next) != table) break;
+            const KeyRange other = keys_of(t_next);
+            const KeyRange merged{.first = std::min(widen.first, other.first), .end = std::max(widen.end, other.end)};
+            if (other.first > widen.end || other.end < widen.first || merged.end - merged.first > kMaxWidenedKeys) break;
+            widen = merged;
+          }
+          const int64_t count = widen.end - widen.first;
+          const auto floats = static_cast<std::size_t>(count * d);
           if (wide_k.size() < floats) {
             wide_k.resize(floats);
             wide_v.resize(floats);
           }
-          fill_rows(layer, table, g, num_keys, rows.data());
-          widen_rows(ctx.isa, layer, num_keys, rows.data(), wide_k.data(), wide_v.data());
-          wide = {.call = call, .table = table, .kv_head = g, .widened = num_keys};
+          if (rows.size() < static_cast<std::size_t>(count)) rows.resize(static_cast<std::size_t>(count));
+          fill_rows(layer, table, g, widen.first, count, rows.data());
+          widen_rows(ctx.isa, layer, count, rows.data(), wide_k.data(), wide_v.data());
+          wide = {.call = call, .table = table, .kv_head = g, .keys = widen};
         }
-        // Widened rows are contiguous: key j at j * head_dim.
-        for (int64_t j = 0; j < num_keys; ++j) rows[static_cast<std::size_t>(j)] = j * layer.head_dim;
-        kv = {.k = wide_k.data(), .v = wide_v.data(), .head_dim = layer.head_dim};
+        // Widened rows are contiguous.
+        const int64_t offset = keys.first - wide.keys.first;
+        for (int64_t i = 0; i < num_keys; ++i) rows[static_cast<std::size_t>(i)] = (offset + i) * d;
+        kv = {.k = wide_k.data(), .v = wide_v.data(), .head_dim = d};
       }
-      const GroupTask task{.q = q + t * q_stride + g * group * layer.head_dim,
-                           .out = out + t * out_stride + g * group * layer.head_dim,
+      const GroupTask task{.q = q + t * q_stride + g * group * d,
+                           .out = out + t * out_stride + g * group * d,
                            .rows = rows.data(),
                            .num_keys = num_keys,
                            .group = group};
@@ -434,17 +493,21 @@ void paged_attention(const CpuContext& ctx, const PagedKvLayer& layer, const Bat
       const std::size_t need = static_cast<std::size_t>(group * round_up(task.num_keys, kLanes) + group);
       if (scores.size() < need) scores.resize(need);
       switch (ctx.isa) {
-        case Isa::avx512: attend_avx512(kv, task, scale, scores.data()); break;
-        case Isa::avx2: attend_avx2(kv, task, scale, scores.data()); break;
-        case Isa::scalar: attend_scalar(kv, task, scale, scores.data()); break;
+        case Isa::avx512: attend_avx512(kv, task, params, scores.data()); break;
+        case Isa::avx2: attend_avx2(kv, task, params, scores.data()); break;
+        case Isa::scalar: attend_scalar(kv, task, params, scores.data()); break;
       }
     }
   };
-  // Work of one task: a dot product and a weighted sum over head_dim per key and head (the mean
-  // number of keys stands for all tasks).
+  // Work of one task: a dot product and a weighted sum over head_dim per attended key and head
+  // (the soft cap adds a tanh per score; the mean number of keys stands for all tasks).
   int64_t keys = 0;
-  for (int64_t t = 0; t < batch.num_tokens; ++t) keys += static_cast<int64_t>(batch.positions[t]) + 1;
-  const int64_t work_per_task = 2 * group * layer.head_dim * std::max<int64_t>(1, keys / std::max<int64_t>(1, batch.num_tokens));
+  for (int64_t t = 0; t < batch.num_tokens; ++t) {
+    const KeyRange range = keys_of(t);
+    keys += range.end - range.first;
+  }
+  const int64_t per_key = 2 * d + (params.softcap > 0.0f ? 32 : 0);
+  const int64_t work_per_task = group * per_key * std::max<int64_t>(1, keys / std::max<int64_t>(1, batch.num_tokens));
   ctx.pool->parallel_for(num_tasks, 1, work, work_per_task);
 }
 

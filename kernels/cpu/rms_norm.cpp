@@ -64,4 +64,16 @@ void rms_norm(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t n
   }
 }
 
+void rms_norm_heads(const CpuContext& ctx, float* x, int64_t token_stride, int64_t num_tokens, int64_t num_heads,
+                    int64_t head_dim, const float* weight, float eps) {
+  if (num_heads <= 0) return;
+  auto rows = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* row = x + r / num_heads * token_stride + r % num_heads * head_dim;
+      normalize_row(ctx.isa, row, head_dim, weight, eps, row);
+    }
+  };
+  ctx.pool->parallel_for(num_tokens * num_heads, 1, rows, 4 * head_dim);
+}
+
 }  // namespace llaisys::cpu

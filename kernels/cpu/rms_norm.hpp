@@ -12,4 +12,10 @@ namespace llaisys::cpu {
 void rms_norm(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t num_rows, int64_t width,
               const float* weight, float eps, float* y, int64_t y_stride);
 
+// rms_norm of every head of every token, in place (Qwen3's q_norm / k_norm): the row of token t,
+// head h at x + t * token_stride + h * head_dim is normalised with weight [head_dim] exactly as
+// rms_norm normalises a row (the same bits).
+void rms_norm_heads(const CpuContext& ctx, float* x, int64_t token_stride, int64_t num_tokens, int64_t num_heads,
+                    int64_t head_dim, const float* weight, float eps);
+
 }  // namespace llaisys::cpu

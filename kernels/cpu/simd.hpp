@@ -8,7 +8,8 @@
 //    fma(0, 0, acc), which leaves every value unchanged except -0, which becomes +0 (finish_lanes
 //    does this for the scalar form; the vector forms load zeros).
 //  - The 16 lanes are then reduced pairwise: l += l + 8, then l += l + 4, l += l + 2, l += l + 1.
-//  - exp() is exp_canonical below, evaluated with the same fma steps in every path.
+//  - exp() is exp_canonical below, evaluated with the same fma steps in every path; tanh() is
+//    tanh_canonical, the same sequence of operations on top of it in every path.
 // AVX-512 holds the 16 lanes in one register, AVX2 in two (lanes 0-7 and 8-15), the scalar path in
 // an array. Kernels are compiled with -ffp-contract=off so the compiler adds no fusion of its own.
 
@@ -68,6 +69,19 @@ inline float exp_canonical(float x) {
 
 inline float silu_canonical(float x) { return x / (1.0f + exp_canonical(-x)); }
 
+// tanh in one sequence of operations: a = |x|; e = exp(a + a); t = 1 - 2 / (e + 1); tanh = t with
+// the sign of x. Absolute error below 1.5e-7 (about 2 ulp of 1: t is a difference from 1), so the
+// relative error is poor for small |x| (below 0.55 every result is a multiple of 2^-24 = 6e-8, and
+// tanh(1e-9) is 0): fine where the result is scaled back up or added to 1 (soft-capping, GELU), not
+// as a general-purpose tanh.
+// +-0 stays +-0, NaN stays NaN, |x| > 9.02 (and +-inf) gives exactly +-1.
+inline float tanh_canonical(float x) {
+  const float a = std::fabs(x);
+  const float e = exp_canonical(a + a);
+  const float t = 1.0f - 2.0f / (e + 1.0f);
+  return std::copysign(t, x);
+}
+
 // ---- AVX2 (16 lanes as two 8-lane halves) ---------------------------------------------------------
 
 LLAISYS_TARGET_AVX2 inline float reduce_lanes_avx2(__m256 lo, __m256 hi) {
@@ -92,6 +106,16 @@ LLAISYS_TARGET_AVX2 inline __m256 exp_avx2(__m256 x) {
   result = _mm256_blendv_ps(result, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(kExpUnderflow), _CMP_LT_OQ));
   result = _mm256_blendv_ps(result, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, _mm256_set1_ps(kExpOverflow), _CMP_GT_OQ));
   return _mm256_blendv_ps(result, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));  // NaN stays NaN
+}
+
+// tanh_canonical on 8 lanes (same operations, same bits).
+LLAISYS_TARGET_AVX2 inline __m256 tanh_avx2(__m256 x) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 a = _mm256_andnot_ps(sign, x);
+  const __m256 e = exp_avx2(_mm256_add_ps(a, a));
+  const __m256 t = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+  return _mm256_or_ps(_mm256_andnot_ps(sign, t), _mm256_and_ps(sign, x));  // copysign(t, x)
 }
 
 // ---- AVX-512 --------------------------------------------------------------------------------------
@@ -135,6 +159,16 @@ LLAISYS_TARGET_AVX512 inline __m512 exp_avx512(__m512 x) {
   result = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpOverflow), _CMP_GT_OQ), result,
                                 _mm512_set1_ps(INFINITY));
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), result, x);
+}
+
+// tanh_canonical on 16 lanes (same operations, same bits).
+LLAISYS_TARGET_AVX512 inline __m512 tanh_avx512(__m512 x) {
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 a = _mm512_andnot_ps(sign, x);
+  const __m512 e = exp_avx512(_mm512_add_ps(a, a));
+  const __m512 t = _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+  return _mm512_or_ps(_mm512_andnot_ps(sign, t), _mm512_and_ps(sign, x));  // copysign(t, x)
 }
 
 LLAISYS_TARGET_AVX512 inline __mmask16 tail_mask(int64_t count) {

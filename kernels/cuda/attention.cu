@@ -23,7 +23,9 @@ __host__ __device__ inline int64_t shared_floats(int64_t block_size, int64_t hea
 // grid: (tiles, kv heads, splits). Each warp owns up to kRowsPerWarp query rows (row = warp +
 // kWarps * r); lane l keeps the accumulator of dims l, l + 32, ... For every 32 keys of a cached
 // block, lane j computes key j's score for the row (full dot product against the Q row in shared
-// memory), the warp takes the chunk's max and sum, and the accumulators are updated from V.
+// memory, then scale and softcap), the warp takes the chunk's max and sum, and the accumulators are
+// updated from V. The tile's keys start at its earliest token's window start rounded down to a
+// block (launch::tile_key_begin, as plan_attention); each row masks its own window.
 template <class KvT, class OutT>
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, const KvT* k_cache, const KvT* v_cache) {
   const AttentionTile tile = a.tiles[blockIdx.x];
@@ -35,8 +37,19 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, co
   const int rows = tile.num_tokens * static_cast<int>(a.group);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int32_t key_begin = split * a.keys_per_split;
-  const int32_t key_end = min(tile.num_keys, key_begin + a.keys_per_split);
+  // Splits are cut from the plan's window start; nothing before the call's own window start is
+  // read (a plan made without a window serves windowed layers too: its splits wholly before the
+  // window stream nothing and write empty partials). Same values in every thread.
+  int32_t plan_begin = 0, own_begin = 0;
+  if (a.window > 0) {  // (plan_window > 0 implies window > 0: attention.cpp)
+    int32_t min_position = a.batch.positions[tile.first_token];
+    for (int i = 1; i < tile.num_tokens; ++i) min_position = min(min_position, a.batch.positions[tile.first_token + i]);
+    plan_begin = launch::tile_key_begin(min_position, a.plan_window, a.block_size);
+    own_begin = launch::tile_key_begin(min_position, a.window, a.block_size);
+  }
+  const int32_t split_begin = plan_begin + split * a.keys_per_split;
+  const int32_t key_begin = max(split_begin, own_begin);
+  const int32_t key_end = min(tile.num_keys, split_begin + a.keys_per_split);
 
   extern __shared__ float shared[];
   float* q_s = shared;
@@ -51,7 +64,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, co
   }
 
   float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kMaxDimsPerLane];
-  int32_t pos[kRowsPerWarp];
+  int32_t pos[kRowsPerWarp], lo[kRowsPerWarp];
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
     m[r] = -INFINITY;
@@ -60,11 +73,16 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, co
     for (int i = 0; i < kMaxDimsPerLane; ++i) acc[r][i] = 0.0f;
     const int row = warp + kWarps * r;
     pos[r] = row < rows ? a.batch.positions[tile.first_token + row / a.group] : -1;
+    // First visible key of the row: p - window + 1 (may be negative: everything from 0).
+    lo[r] = a.window > 0 ? pos[r] - a.window + 1 : 0;
   }
 
   const int32_t* table = a.batch.block_tables + static_cast<int64_t>(tile.seq) * a.batch.max_blocks_per_seq;
   for (int32_t block_start = key_begin; block_start < key_end; block_start += static_cast<int32_t>(a.block_size)) {
     const int64_t block = table[block_start / a.block_size];
+    // A freed block (-1) is never dereferenced. The plan never reaches one unless the caller freed
+    // a block inside some token's window; its keys are then skipped (CTA-uniform branch).
+    if (block < 0) continue;
     const int n = min(static_cast<int>(a.block_size), key_end - block_start);
     __syncthreads();  // the previous block's K/V are no longer read (and Q is loaded)
     const int64_t base = ((block * a.num_kv_heads + kv_head) * a.block_size) * D;
@@ -82,12 +100,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a, co
         if (row >= rows) continue;  // warp-uniform
         const int32_t key = block_start + sub + lane;
         float score = -INFINITY;
-        if (lane < count && key <= pos[r]) {
+        if (lane < count && key <= pos[r] && key >= lo[r]) {
           const float* qr = q_s + row * D;
           const float* kr = k_s + (sub + lane) * (D + 1);
           float dot = 0.0f;
           for (int64_t d = 0; d < D; ++d) dot = fmaf(qr[d], kr[d], dot);
-          score = dot * a.scale;
+          score = __fmul_rn(dot, a.scale);
+          if (a.softcap > 0.0f) score = __fmul_rn(a.softcap, tanhf(__fdiv_rn(score, a.softcap)));
         }
         const float chunk_max = detail::warp_max(score);
         if (chunk_max == -INFINITY) continue;  // no visible key in this chunk for the row

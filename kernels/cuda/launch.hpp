@@ -27,6 +27,21 @@ cudaError_t add_rms_norm(cudaStream_t stream, float* residual, int64_t residual_
 
 cudaError_t swiglu(cudaStream_t stream, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
                    int64_t num_rows, int64_t width, void* out, bool out_bf16, int64_t out_stride);
+cudaError_t geglu_tanh(cudaStream_t stream, const float* gate, int64_t gate_stride, const float* up,
+                       int64_t up_stride, int64_t num_rows, int64_t width, void* out, bool out_bf16,
+                       int64_t out_stride);
+
+// In place, f32: x = cap * tanhf(x / cap).
+cudaError_t softcap(cudaStream_t stream, float* x, int64_t x_stride, int64_t num_rows, int64_t width, float cap);
+
+// In place, f32: RMSNorm of every (token, head) row of head_dim floats at x + t * token_stride + h * head_dim.
+cudaError_t rms_norm_heads(cudaStream_t stream, float* x, int64_t token_stride, int64_t num_tokens, int64_t num_heads,
+                           int64_t head_dim, const float* weight, float eps);
+
+// f32 with row strides: y += x; x *= s.
+cudaError_t add_rows(cudaStream_t stream, float* y, int64_t y_stride, const float* x, int64_t x_stride,
+                     int64_t num_rows, int64_t width);
+cudaError_t scale_rows(cudaStream_t stream, float* x, int64_t x_stride, int64_t num_rows, int64_t width, float s);
 
 struct RopeArgs {
   DeviceBatch batch;
@@ -48,7 +63,24 @@ cudaError_t rope_kv_write(cudaStream_t stream, const RopeArgs& args, void* k_cac
 
 }  // namespace llaisys::cuda::launch
 
+#if defined(__CUDACC__)
+#define LLAISYS_CUDA_HOST_DEVICE __host__ __device__
+#else
+#define LLAISYS_CUDA_HOST_DEVICE
+#endif
+
 namespace llaisys::cuda::launch {
+
+// The first key a tile of paged_attention needs: its earliest token's window start (0 without a
+// window), rounded down to a block. Shared by plan_attention (which cuts the splits from there, for
+// the plan's window) and the kernel (which starts its splits there, and reads nothing before this
+// value for the call's window): they must agree. Blocks before it are never read, so their
+// block-table entries may be -1.
+LLAISYS_CUDA_HOST_DEVICE inline int32_t tile_key_begin(int32_t min_position, int32_t window, int64_t block_size) {
+  if (window <= 0 || min_position < window) return 0;
+  const int64_t first = static_cast<int64_t>(min_position) - window + 1;
+  return static_cast<int32_t>(first - first % block_size);
+}
 
 struct AttentionArgs {
   DeviceBatch batch;
@@ -61,6 +93,9 @@ struct AttentionArgs {
   int64_t block_size;
   int32_t keys_per_split;
   float scale;
+  float softcap;       // > 0: score = softcap * tanhf(score / softcap)
+  int32_t window;      // > 0: keys p - window < j <= p
+  int32_t plan_window; // the window the plan's splits were cut for: 0, or >= window > 0
   const AttentionTile* tiles;
   float* partial_acc;
   float* partial_ml;

@@ -38,7 +38,32 @@ __global__ void add_rms_norm_kernel(float* residual, int64_t residual_stride, co
   }
 }
 
+constexpr int kHeadRowsPerBlock = kThreads / 32;
+
+// One warp per (token, head) row: sum of squares over head_dim by the warp, then in place
+// x = (x * inv_rms) * weight with unfused multiplies (as add_rms_norm).
+__global__ void rms_norm_heads_kernel(float* x, int64_t token_stride, int64_t num_rows, int64_t num_heads,
+                                      int64_t head_dim, const float* weight, float eps) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kHeadRowsPerBlock + threadIdx.x / 32;
+  if (row >= num_rows) return;  // warp-uniform
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  float* v = x + (row / num_heads) * token_stride + (row % num_heads) * head_dim;
+  float partial = 0.0f;
+  for (int64_t i = lane; i < head_dim; i += 32) partial = fmaf(v[i], v[i], partial);
+  const float sum = detail::warp_sum(partial);
+  const float inv_rms = 1.0f / sqrtf(sum / static_cast<float>(head_dim) + eps);
+  for (int64_t i = lane; i < head_dim; i += 32) v[i] = __fmul_rn(__fmul_rn(v[i], inv_rms), weight[i]);
+}
+
 }  // namespace
+
+cudaError_t launch::rms_norm_heads(cudaStream_t stream, float* x, int64_t token_stride, int64_t num_tokens,
+                                   int64_t num_heads, int64_t head_dim, const float* weight, float eps) {
+  const int64_t rows = num_tokens * num_heads;
+  rms_norm_heads_kernel<<<detail::blocks_for(rows, kHeadRowsPerBlock), kThreads, 0, stream>>>(
+      x, token_stride, rows, num_heads, head_dim, weight, eps);
+  return cudaGetLastError();
+}
 
 cudaError_t launch::add_rms_norm(cudaStream_t stream, float* residual, int64_t residual_stride, const float* delta,
                                  int64_t delta_stride, int64_t num_rows, int64_t width, const float* weight,

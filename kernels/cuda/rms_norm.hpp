@@ -25,4 +25,11 @@ Status add_rms_norm(const CudaContext& ctx, float* residual, int64_t residual_st
                     int64_t delta_stride, int64_t num_rows, int64_t width, const float* weight, float eps,
                     bf16_t* out, int64_t out_stride);
 
+// rms_norm_heads: in place, f32, RMSNorm over head_dim of every (token t, head h) row at
+// x + t * token_stride + h * head_dim with one weight [head_dim] f32, HF order as above (Qwen3's
+// per-head q_norm / k_norm, applied to the f32 q and k before RoPE). One warp per row, the sum of
+// squares by a warp reduction: within (head_dim + 8) u of the exact value.
+Status rms_norm_heads(const CudaContext& ctx, float* x, int64_t token_stride, int64_t num_tokens, int64_t num_heads,
+                      int64_t head_dim, const float* weight, float eps);
+
 }  // namespace llaisys::cuda
