@@ -67,11 +67,8 @@ class ByteFallbackDecoder final : public Decoder {
       have_pending = false;
     };
     for (std::string& token : tokens) {
-      unsigned value = 0;
-      const bool is_byte = token.size() == 6 && token.starts_with("<0x") && token.back() == '>' &&
-                           std::from_chars(token.data() + 3, token.data() + 5, value, 16).ptr == token.data() + 5;
-      if (is_byte) {
-        pending.push_back(static_cast<char>(value));
+      if (const std::optional<uint8_t> byte = byte_fallback_value(token)) {
+        pending.push_back(static_cast<char>(*byte));
         have_pending = true;
         continue;
       }
@@ -81,6 +78,7 @@ class ByteFallbackDecoder final : public Decoder {
     if (have_pending) flush();
     tokens = std::move(out);
   }
+  bool merges_byte_tokens() const override { return true; }
 };
 
 class FuseDecoder final : public Decoder {
@@ -116,6 +114,12 @@ class SequenceDecoder final : public Decoder {
     for (const auto& step : steps_) step->decode_chain(tokens);
   }
   bool is_per_token() const override { return steps_.size() == 1 && steps_[0]->is_per_token(); }
+  bool merges_byte_tokens() const override {
+    for (const auto& step : steps_) {
+      if (step->merges_byte_tokens()) return true;
+    }
+    return false;
+  }
 
  private:
   std::vector<std::unique_ptr<Decoder>> steps_;
@@ -132,6 +136,15 @@ Result<std::string> literal_pattern(const json::object& o, std::string_view what
 }
 
 }  // namespace
+
+std::optional<uint8_t> byte_fallback_value(std::string_view token) {
+  unsigned value = 0;
+  if (token.size() != 6 || !token.starts_with("<0x") || token.back() != '>' ||
+      std::from_chars(token.data() + 3, token.data() + 5, value, 16).ptr != token.data() + 5) {
+    return std::nullopt;
+  }
+  return static_cast<uint8_t>(value);
+}
 
 Result<std::unique_ptr<Decoder>> make_decoder(const json::value& config) {
   if (config.is_null()) return std::unique_ptr<Decoder>();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,7 +52,14 @@ class Decoder {
   // True when decoding is a per-token byte mapping with no context (ByteLevel): the streaming
   // detokenizer may then decode token by token.
   virtual bool is_per_token() const { return false; }
+  // True when the chain merges runs of adjacent byte tokens ("<0xNN>", ByteFallback): such a run
+  // decodes as a whole (one U+FFFD per byte when invalid), so a later byte token can change how the
+  // earlier ones of its run decode.
+  virtual bool merges_byte_tokens() const { return false; }
 };
+
+// The byte a ByteFallback token ("<0x41>") stands for; nullopt for any other token.
+std::optional<uint8_t> byte_fallback_value(std::string_view token);
 
 // Factories: a null JSON value means "no step" (nullptr). Unknown types are an `unsupported` error
 // naming the type; malformed objects a `parse_error` naming the field.

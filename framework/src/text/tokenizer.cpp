@@ -25,6 +25,7 @@ struct Tokenizer::Impl {
   std::optional<TokenId> bos_id;
   std::optional<TokenId> eos_id;
   std::vector<std::string> token_bytes;  // per id, when the decoder is per-token
+  std::vector<bool> byte_fallback;       // per id, when the decoder merges runs of byte tokens
 
   std::optional<TokenId> lookup(std::string_view token) const {
     if (const int32_t id = added.find(token); id >= 0) return id;
@@ -175,6 +176,13 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_json_text(std::string_v
       for (const std::string& part : chain) impl->token_bytes[static_cast<std::size_t>(id)] += part;
     }
   }
+  if (impl->decoder && impl->decoder->merges_byte_tokens()) {
+    impl->byte_fallback.resize(static_cast<std::size_t>(impl->vocab_size));
+    for (TokenId id = 0; id < impl->vocab_size; ++id) {
+      const std::string* raw = impl->raw_token(id);
+      impl->byte_fallback[static_cast<std::size_t>(id)] = raw != nullptr && byte_fallback_value(*raw).has_value();
+    }
+  }
   return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(impl)));
 }
 
@@ -272,6 +280,11 @@ std::string Tokenizer::decode_bytes(TokenId id, bool skip_special_tokens) const 
   if (id < 0 || id >= impl_->vocab_size || impl_->token_bytes.empty()) return {};
   if (skip_special_tokens && is_special(id)) return {};
   return impl_->token_bytes[static_cast<std::size_t>(id)];
+}
+
+bool Tokenizer::is_byte_fallback_token(TokenId id) const {
+  return id >= 0 && static_cast<std::size_t>(id) < impl_->byte_fallback.size() &&
+         impl_->byte_fallback[static_cast<std::size_t>(id)];
 }
 
 }  // namespace llaisys::text

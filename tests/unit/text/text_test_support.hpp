@@ -38,6 +38,21 @@ inline std::shared_ptr<const Tokenizer> qwen2() {
   return tokenizer;
 }
 
+// The llama-style SentencePiece tokenizer of models/stories260K (<0xNN> byte fallback; decoders
+// Replace, ByteFallback, Fuse, Strip).
+inline std::filesystem::path stories260k_dir() {
+  return std::filesystem::path(LLAISYS_SOURCE_DIR) / "models" / "stories260K";
+}
+
+inline std::shared_ptr<const Tokenizer> stories260k() {
+  static const std::shared_ptr<const Tokenizer> tokenizer = [] {
+    auto loaded = Tokenizer::from_model_dir(stories260k_dir());
+    if (!loaded.ok()) FAIL(loaded.status().to_string());
+    return loaded.value();
+  }();
+  return tokenizer;
+}
+
 struct TokenizerCase {
   std::string text;
   std::vector<TokenId> ids;

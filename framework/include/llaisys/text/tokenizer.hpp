@@ -63,6 +63,10 @@ class Tokenizer {
   // The raw bytes `id` decodes to on its own (may be an incomplete UTF-8 sequence); empty for a
   // skipped special token or an unknown id. Meaningful when decodes_per_token().
   std::string decode_bytes(TokenId id, bool skip_special_tokens) const;
+  // True when `id` is a byte token ("<0xNN>") that the decoder merges with the byte tokens next to
+  // it (ByteFallback): a run of them decodes as a whole, as its text when the bytes are valid UTF-8
+  // and as one U+FFFD per byte otherwise, so a later byte token can change the text of earlier ones.
+  bool is_byte_fallback_token(TokenId id) const;
 
  private:
   struct Impl;
