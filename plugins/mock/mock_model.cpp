@@ -68,6 +68,12 @@ Status read_mock_options(const json::object& object, MockConfig& config) {
   value = static_cast<int64_t>(config.seed);
   LLAISYS_RETURN_IF_ERROR(read_int(object, "seed", value));
   config.seed = static_cast<uint64_t>(value);
+  value = config.sliding_window;
+  LLAISYS_RETURN_IF_ERROR(read_int(object, "sliding_window", value));
+  if (value < 0 || value > std::numeric_limits<int32_t>::max()) {
+    return make_error(ErrorCode::invalid_argument, "mock 'sliding_window' must be in [0, 2^31), got {}", value);
+  }
+  config.sliding_window = static_cast<int32_t>(value);
   if (const json::value* replies = object.if_contains("replies"); replies != nullptr && !replies->is_null()) {
     if (!replies->is_array()) return Status(ErrorCode::invalid_argument, "mock 'replies' must be a list");
     config.replies.clear();
@@ -153,6 +159,10 @@ Result<MockConfig> load_config(const ModelCreateParams& params) {
   json::value options = json::parse(params.options_json, ec);
   if (ec || !options.is_object()) return Status(ErrorCode::invalid_argument, "options must be a JSON object");
   LLAISYS_RETURN_IF_ERROR(read_mock_options(options.as_object(), config));
+  if (config.sliding_window == 1 && !config.replies.empty()) {
+    // The script follows a sequence through position p - 1, outside a window of one.
+    return Status(ErrorCode::invalid_argument, "mock 'replies' need a sliding_window of 0 or >= 2");
+  }
   return config;
 }
 
@@ -180,11 +190,13 @@ MockModel::MockModel(MockConfig config) : config_(std::move(config)) {
   info_.kv_dtype = DType::i64;
   info_.weight_bytes = 0;
   info_.kv_bytes_per_token = sizeof(uint64_t);
+  info_.sliding_window = config_.sliding_window;
 }
 
 Status MockModel::init_kv_cache(const KvCacheConfig& config) {
   kv_config_ = config;
   slots_.assign(static_cast<std::size_t>(config.num_blocks) * static_cast<std::size_t>(config.block_size), 0);
+  if (config_.sliding_window > 0) slot_tokens_.assign(slots_.size(), -1);
   if (!config_.replies.empty()) {
     script_.assign(slots_.size(), ScriptState{});
     triggers_.assign(slots_.size() * config_.replies.size(), 0);
@@ -221,6 +233,41 @@ std::size_t MockModel::slot_of(std::span<const BlockId> table, int32_t position)
          static_cast<std::size_t>(position % kv_config_.block_size);
 }
 
+Result<uint64_t> MockModel::hash_at(std::span<const BlockId> table, int32_t seq, int32_t pos,
+                                    TokenId token) const {
+  const int32_t window = config_.sliding_window;
+  if (window <= 0) {  // the chain: the whole prefix through slot(pos - 1)
+    uint64_t prefix = initial_hash();
+    if (pos > 0) {
+      prefix = slots_[slot_of(table, pos - 1)];
+      if (prefix == 0) {
+        return make_error(ErrorCode::invalid_argument,
+                          "sequence {}: position {} is not in the KV cache (needed by position {})",
+                          seq, pos - 1, pos);
+      }
+    }
+    return mix(prefix, token);
+  }
+  // The window: the tokens at max(0, pos - W + 1)..pos, read back through the block table.
+  uint64_t hash = initial_hash();
+  for (int32_t j = std::max(0, pos - window + 1); j < pos; ++j) {
+    const BlockId block = table[static_cast<std::size_t>(j / kv_config_.block_size)];
+    if (block < 0 || block >= kv_config_.num_blocks) {
+      return make_error(ErrorCode::invalid_argument,
+                        "sequence {}: position {} (in the window of position {}) is in block {}, not a block "
+                        "of the pool",
+                        seq, j, pos, block);
+    }
+    const TokenId held = slot_tokens_[slot_of(table, j)];
+    if (held < 0) {
+      return make_error(ErrorCode::invalid_argument,
+                        "sequence {}: position {} is not in the KV cache (needed by position {})", seq, j, pos);
+    }
+    hash = mix(hash, held);
+  }
+  return mix(hash, token);
+}
+
 Status MockModel::forward(const ForwardBatch& batch, std::span<float> out) {
   // The adapter validated the batch: ids, positions, block tables and out's size are in range.
   const auto delay = std::chrono::milliseconds(config_.delay_ms_per_step) +
@@ -232,16 +279,9 @@ Status MockModel::forward(const ForwardBatch& batch, std::span<float> out) {
     const int32_t seq = batch.seq_indices[index];
     const int32_t pos = batch.positions[index];
     const auto table = batch.block_table(seq);
-    uint64_t prefix = initial_hash();
-    if (pos > 0) {
-      prefix = slots_[slot_of(table, pos - 1)];
-      if (prefix == 0) {
-        return make_error(ErrorCode::invalid_argument,
-                          "sequence {}: position {} is not in the KV cache (needed by position {})",
-                          seq, pos - 1, pos);
-      }
-    }
-    slots_[slot_of(table, pos)] = mix(prefix, batch.token_ids[index]);
+    LLAISYS_ASSIGN_OR_RETURN(const uint64_t hash, hash_at(table, seq, pos, batch.token_ids[index]));
+    slots_[slot_of(table, pos)] = hash;
+    if (!slot_tokens_.empty()) slot_tokens_[slot_of(table, pos)] = batch.token_ids[index];
     if (!script_.empty()) {
       script_step(pos > 0 ? slot_of(table, pos - 1) : 0, pos > 0, slot_of(table, pos), batch.token_ids[index]);
     }
@@ -324,6 +364,10 @@ Status MockModel::copy_blocks(std::span<const BlockCopy> copies) {
   for (const BlockCopy& c : copies) {
     std::copy_n(slots_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.src) * bs), bs,
                 slots_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.dst) * bs));
+    if (!slot_tokens_.empty()) {
+      std::copy_n(slot_tokens_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.src) * bs), bs,
+                  slot_tokens_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.dst) * bs));
+    }
     if (!script_.empty()) {
       const std::size_t n = config_.replies.size();
       std::copy_n(script_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c.src) * bs), bs,

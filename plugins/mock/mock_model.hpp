@@ -6,6 +6,10 @@
 // the output for a position depends on exactly the tokens before it — and on the engine handing the
 // model correct block tables: a wrong block, a stale cached block or a missing position changes the
 // output or fails the step ("position N is not in the KV cache"), which is what the tests look for.
+// With a sliding window W the slot also keeps its token, and slot(p) is the hash of the tokens at
+// positions max(0, p - W + 1)..p alone, read back through the block table: the output depends on
+// exactly the tokens inside the window (so it equals the output of a window-less mock fed only those
+// tokens), and a window block that is not a valid id fails the step.
 //
 // config.json:  architectures ["LlaisysMockForCausalLM"], vocab_size, hidden_size,
 //               max_position_embeddings, eos_token_id (int or list), bos_token_id, and an optional
@@ -15,6 +19,8 @@
 //   eos_period          > 0: EOS is the argmax at about 1 in eos_period positions (default 0: never)
 //   text_vocab_size     ids >= this get logit -30, keeping specials out  (default vocab_size)
 //   seed                mixed into every hash                            (default 0)
+//   sliding_window      > 0: every position attends the last N positions only, reported in
+//                       ModelInfo::sliding_window (default 0: full attention; not 1 with replies)
 //   replies             scripted answers: [{"when_prompt_contains": [ids], "ids": [ids]}, ...]. For a
 //                       sequence containing the when_prompt_contains ids (contiguously; [] always
 //                       matches), the argmax of generated position k is ids[k], then EOS. The first
@@ -49,6 +55,7 @@ struct MockConfig {
   int64_t delay_us_per_token = 0;
   int64_t eos_period = 0;
   uint64_t seed = 0;
+  int32_t sliding_window = 0;
   std::vector<ScriptedReply> replies;
 };
 
@@ -70,6 +77,8 @@ class MockModel {
 
  private:
   std::size_t slot_of(std::span<const BlockId> table, int32_t position) const;
+  // The hash of position `pos` (token `token`) given what the cache holds before it.
+  Result<uint64_t> hash_at(std::span<const BlockId> table, int32_t seq, int32_t pos, TokenId token) const;
 
   MockConfig config_;
   ModelInfo info_;
@@ -85,6 +94,7 @@ class MockModel {
   int32_t first_triggered(std::size_t slot) const;
 
   std::vector<uint64_t> slots_;  // [num_blocks * block_size], 0 = never written
+  std::vector<TokenId> slot_tokens_;     // [slots] with a sliding window, -1 = never written
   std::vector<ScriptState> script_;      // [slots] when replies are configured
   std::vector<int32_t> triggers_;        // [slots x replies]
 };

@@ -54,6 +54,10 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(EngineModel model, const En
     return Status(ErrorCode::invalid_argument,
                   "block_size, max_num_seqs and max_num_batched_tokens must be positive");
   }
+  if (info.sliding_window < 0) {
+    return make_error(ErrorCode::invalid_argument, "the model reports a negative sliding window {}",
+                      info.sliding_window);
+  }
   const int32_t max_context = config.max_context > 0 ? std::min(config.max_context, info.max_context)
                                                      : info.max_context;
   int32_t num_blocks = config.num_kv_blocks;
@@ -69,16 +73,18 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(EngineModel model, const En
   }
   const KvCacheConfig kv{.num_blocks = num_blocks, .block_size = config.block_size};
   LLAISYS_RETURN_IF_ERROR(model.init_kv_cache(kv).with_context("allocating the KV cache"));
-  log::debug("engine: {} KV blocks of {} tokens ({} MiB), context {}, prefix cache {}", num_blocks,
-            config.block_size, static_cast<uint64_t>(num_blocks) * config.block_size * info.kv_bytes_per_token >> 20,
-            max_context, config.enable_prefix_cache ? "on" : "off");
+  log::debug("engine: {} KV blocks of {} tokens ({} MiB), context {}, prefix cache {}, sliding window {}",
+             num_blocks, config.block_size,
+             static_cast<uint64_t>(num_blocks) * config.block_size * info.kv_bytes_per_token >> 20, max_context,
+             config.enable_prefix_cache ? "on" : "off", info.sliding_window);
   const uint64_t seed = config.seed.value_or((static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
   BatchScheduler scheduler({.max_num_seqs = config.max_num_seqs,
                             .max_num_batched_tokens = config.max_num_batched_tokens,
                             .max_context = max_context},
                            {.num_blocks = num_blocks,
                             .block_size = config.block_size,
-                            .enable_prefix_cache = config.enable_prefix_cache});
+                            .enable_prefix_cache = config.enable_prefix_cache,
+                            .sliding_window = info.sliding_window});
   const int32_t max_sequence_tokens = scheduler.max_sequence_tokens();
   auto state = std::make_unique<State>(State{
       .runner = engine_detail::ModelRunner(std::move(model)),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <unordered_set>
 
 #include "llaisys/core/log.hpp"
@@ -21,6 +22,10 @@ Result<std::unique_ptr<PagedKVStore>> PagedKVStore::create(const KVStoreConfig& 
                       "the KV store needs at least one block of at least one token (got {} x {})",
                       config.num_blocks, config.block_size);
   }
+  if (config.sliding_window < 0) {
+    return make_error(ErrorCode::invalid_argument, "the sliding window must be >= 0, got {}",
+                      config.sliding_window);
+  }
   return std::make_unique<PagedKVStore>(config);
 }
 
@@ -35,6 +40,10 @@ int32_t PagedKVStore::num_available_blocks() const {
 
 int32_t PagedKVStore::blocks_for(int32_t num_tokens) const {
   return (std::max(num_tokens, 0) + config_.block_size - 1) / config_.block_size;
+}
+
+int32_t PagedKVStore::max_cached_blocks() const {
+  return config_.sliding_window > 0 ? blocks_for(config_.sliding_window) : std::numeric_limits<int32_t>::max();
 }
 
 PagedKVStore::SeqBlocks* PagedKVStore::find(SeqId seq) {
@@ -56,7 +65,8 @@ int32_t PagedKVStore::match_prefix(SeqId seq, std::span<const TokenId> tokens,
   }
   SeqBlocks& s = seqs_[seq];
   if (!cache_) return 0;
-  const int32_t max_blocks = std::max<int32_t>(static_cast<int32_t>(tokens.size()) - 1, 0) / block_size();
+  const int32_t max_blocks = std::min(
+      std::max<int32_t>(static_cast<int32_t>(tokens.size()) - 1, 0) / block_size(), max_cached_blocks());
   RadixCache::Match match = cache_->match(cache_namespace, tokens, max_blocks);
   cache_->lock(match.node);
   for (BlockId block : match.blocks) pool_->add_ref(block);
@@ -69,7 +79,8 @@ int32_t PagedKVStore::match_prefix(SeqId seq, std::span<const TokenId> tokens,
 
 int32_t PagedKVStore::peek_prefix(std::span<const TokenId> tokens, std::string_view cache_namespace) const {
   if (!cache_) return 0;
-  const int32_t max_blocks = std::max<int32_t>(static_cast<int32_t>(tokens.size()) - 1, 0) / block_size();
+  const int32_t max_blocks = std::min(
+      std::max<int32_t>(static_cast<int32_t>(tokens.size()) - 1, 0) / block_size(), max_cached_blocks());
   return cache_->peek(cache_namespace, tokens, max_blocks) * block_size();
 }
 
@@ -160,7 +171,9 @@ Status PagedKVStore::fork(SeqId parent, SeqId child) {
   if (p == nullptr) return make_error(ErrorCode::internal, "kv: fork of unknown sequence {}", parent);
   if (contains(child)) return make_error(ErrorCode::internal, "kv: fork into existing sequence {}", child);
   SeqBlocks copy = *p;
-  for (BlockId block : copy.blocks) pool_->add_ref(block);
+  for (BlockId block : copy.blocks) {
+    if (block != kNoBlock) pool_->add_ref(block);
+  }
   if (cache_) cache_->lock(copy.node);
   seqs_.emplace(child, std::move(copy));
   return Status();
@@ -168,9 +181,10 @@ Status PagedKVStore::fork(SeqId parent, SeqId child) {
 
 void PagedKVStore::commit(SeqId seq, std::span<const TokenId> computed_tokens) {
   SeqBlocks* s = find(seq);
-  if (s == nullptr || !cache_) return;
+  // A sequence with released blocks has holes: the tree holds whole paths only.
+  if (s == nullptr || !cache_ || s->num_released_blocks > 0) return;
   const auto computed = std::min<int32_t>(static_cast<int32_t>(computed_tokens.size()), s->num_tokens);
-  const int32_t full_blocks = computed / block_size();
+  const int32_t full_blocks = std::min(computed / block_size(), max_cached_blocks());
   if (full_blocks <= s->num_cached_blocks) return;
   RadixNode* node = cache_->insert(
       s->node, computed_tokens.first(static_cast<std::size_t>(full_blocks * block_size())),
@@ -185,6 +199,10 @@ int32_t PagedKVStore::truncate(SeqId seq, int32_t num_tokens) {
   SeqBlocks* s = find(seq);
   if (s == nullptr) return 0;
   int32_t keep = std::clamp(num_tokens, 0, s->num_tokens);
+  if (s->num_released_blocks > 0 &&
+      keep < s->num_released_blocks * block_size() + config_.sliding_window - 1) {
+    keep = 0;  // the next token's window would reach given-back blocks: only a restart is sound
+  }
   if (cache_ && keep < s->num_cached_blocks * block_size()) {
     // The cut falls inside the shared prefix: keep only the whole cached blocks before it.
     const int32_t keep_blocks = keep / block_size();
@@ -196,8 +214,11 @@ int32_t PagedKVStore::truncate(SeqId seq, int32_t num_tokens) {
     keep = keep_blocks * block_size();
   }
   const auto keep_blocks = static_cast<std::size_t>(blocks_for(keep));
-  for (std::size_t b = keep_blocks; b < s->blocks.size(); ++b) pool_->release(s->blocks[b]);
+  for (std::size_t b = keep_blocks; b < s->blocks.size(); ++b) {
+    if (s->blocks[b] != kNoBlock) pool_->release(s->blocks[b]);
+  }
   s->blocks.resize(keep_blocks);
+  s->num_released_blocks = std::min(s->num_released_blocks, static_cast<int32_t>(keep_blocks));
   s->num_tokens = keep;
   return keep;
 }
@@ -211,8 +232,34 @@ void PagedKVStore::free(SeqId seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
   if (cache_) cache_->unlock(it->second.node);
-  for (BlockId block : it->second.blocks) pool_->release(block);
+  for (BlockId block : it->second.blocks) {
+    if (block != kNoBlock) pool_->release(block);
+  }
   seqs_.erase(it);
+}
+
+int32_t PagedKVStore::release_outside_window(SeqId seq, int32_t num_computed_tokens) {
+  SeqBlocks* s = find(seq);
+  if (s == nullptr || config_.sliding_window <= 0) return 0;
+  const int32_t computed = std::clamp(num_computed_tokens, 0, s->num_tokens);
+  // Blocks ending before computed - W + 1, the first key the next token reads.
+  const int32_t outside = std::min(std::max(computed - config_.sliding_window + 1, 0) / block_size(),
+                                   static_cast<int32_t>(s->blocks.size()));
+  if (outside <= s->num_released_blocks || outside < s->num_cached_blocks) return 0;
+  if (s->num_cached_blocks > 0) {  // the whole cached prefix is outside: let go of it
+    cache_->unlock(s->node);
+    s->node = cache_->ancestor_at(s->node, 0);  // the namespace root: locks nothing
+    s->num_cached_blocks = 0;
+  }
+  int32_t released = 0;
+  for (auto b = static_cast<std::size_t>(s->num_released_blocks); b < static_cast<std::size_t>(outside); ++b) {
+    pool_->release(s->blocks[b]);
+    s->blocks[b] = kNoBlock;
+    ++released;
+  }
+  s->num_released_blocks = outside;
+  num_window_released_blocks_ += released;
+  return released;
 }
 
 std::span<const BlockId> PagedKVStore::block_table(SeqId seq) const {
@@ -230,6 +277,11 @@ int32_t PagedKVStore::num_cached_tokens(SeqId seq) const {
   return s == nullptr ? 0 : s->num_cached_blocks * block_size();
 }
 
+int32_t PagedKVStore::num_released_blocks(SeqId seq) const {
+  const SeqBlocks* s = find(seq);
+  return s == nullptr ? 0 : s->num_released_blocks;
+}
+
 KVStats PagedKVStore::stats() const {
   return {.block_size = block_size(),
           .num_blocks = num_blocks(),
@@ -237,7 +289,8 @@ KVStats PagedKVStore::stats() const {
           .num_cached_blocks = cache_ ? cache_->num_cached_blocks() : 0,
           .num_evictable_blocks = cache_ ? cache_->num_evictable_blocks() : 0,
           .num_sequences = static_cast<int32_t>(seqs_.size()),
-          .num_evicted_blocks = num_evicted_blocks_};
+          .num_evicted_blocks = num_evicted_blocks_,
+          .num_window_released_blocks = num_window_released_blocks_};
 }
 
 Status PagedKVStore::validate() const {
@@ -249,8 +302,37 @@ Status PagedKVStore::validate() const {
       return make_error(ErrorCode::internal, "kv: sequence {} has {} blocks for {} tokens", seq,
                         s.blocks.size(), s.num_tokens);
     }
+    const int32_t released = s.num_released_blocks;
+    if (released < 0 || released > static_cast<int32_t>(s.blocks.size())) {
+      return make_error(ErrorCode::internal, "kv: sequence {} has {} released blocks of {}", seq, released,
+                        s.blocks.size());
+    }
+    if (released > 0) {
+      if (config_.sliding_window <= 0) {
+        return make_error(ErrorCode::internal, "kv: sequence {} gave back blocks without a sliding window", seq);
+      }
+      // Given back only when wholly before the window of the next position to compute (<= num_tokens).
+      if (int64_t{released} * block_size() + config_.sliding_window - 1 > s.num_tokens) {
+        return make_error(ErrorCode::internal, "kv: sequence {} gave back {} blocks, inside the window of its {} tokens",
+                          seq, released, s.num_tokens);
+      }
+      if (s.num_cached_blocks != 0) {
+        return make_error(ErrorCode::internal, "kv: sequence {} gave back blocks but still holds a cached prefix", seq);
+      }
+    }
+    if (s.num_cached_blocks > max_cached_blocks()) {
+      return make_error(ErrorCode::internal, "kv: sequence {}'s cached prefix of {} blocks passes the window's {}", seq,
+                        s.num_cached_blocks, max_cached_blocks());
+    }
     std::unordered_set<BlockId> own;
-    for (BlockId block : s.blocks) {
+    for (std::size_t b = 0; b < s.blocks.size(); ++b) {
+      const BlockId block = s.blocks[b];
+      if (static_cast<int32_t>(b) < released) {
+        if (block != kNoBlock) {
+          return make_error(ErrorCode::internal, "kv: sequence {}'s given-back entry {} holds block {}", seq, b, block);
+        }
+        continue;
+      }
       if (!pool_->valid(block)) return make_error(ErrorCode::internal, "kv: sequence {} holds bad block {}", seq, block);
       if (!own.insert(block).second) {
         return make_error(ErrorCode::internal, "kv: sequence {} holds block {} twice", seq, block);
@@ -277,6 +359,10 @@ Status PagedKVStore::validate() const {
   if (cache_) {
     for (BlockId block : cache_->cached_blocks()) ++expected_refs[static_cast<std::size_t>(block)];
     LLAISYS_RETURN_IF_ERROR(cache_->validate(holders));
+    if (cache_->max_depth() > max_cached_blocks()) {
+      return make_error(ErrorCode::internal, "kv: the prefix cache holds a path of {} blocks, the window allows {}",
+                        cache_->max_depth(), max_cached_blocks());
+    }
   }
   for (BlockId b = 0; b < num_blocks(); ++b) {
     if (pool_->ref_count(b) != expected_refs[static_cast<std::size_t>(b)]) {

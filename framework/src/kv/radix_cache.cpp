@@ -259,6 +259,19 @@ int32_t RadixCache::num_nodes() const {
   return count;
 }
 
+int32_t RadixCache::max_depth() const {
+  int32_t deepest = 0;
+  std::vector<const RadixNode*> stack;
+  for (const auto& [name, root_node] : roots_) stack.push_back(root_node.get());
+  while (!stack.empty()) {
+    const RadixNode* x = stack.back();
+    stack.pop_back();
+    deepest = std::max(deepest, x->end_block);
+    for (const auto& [key, child] : x->children) stack.push_back(child.get());
+  }
+  return deepest;
+}
+
 std::vector<BlockId> RadixCache::path_blocks(const RadixNode* node) {
   std::vector<BlockId> blocks;
   for (const RadixNode* x = node; x != nullptr && !x->is_root(); x = x->parent) {

@@ -1,5 +1,6 @@
 #include "llaisys/model/any_model.hpp"
 
+#include <cstddef>
 #include <cstring>
 
 #include "llaisys/core/log.hpp"
@@ -45,6 +46,13 @@ Result<ModelInfo> info_from_c(const llaisys_model_info& c) {
   info.kv_dtype = static_cast<DType>(c.kv_dtype);
   info.weight_bytes = c.weight_bytes;
   info.kv_bytes_per_token = c.kv_bytes_per_token;
+  // Appended to the struct later: a plugin whose struct ends before it has no window.
+  if (c.struct_size >= offsetof(llaisys_model_info, sliding_window) + sizeof(c.sliding_window)) {
+    if (c.sliding_window < 0) {
+      return make_error(ErrorCode::plugin_error, "model info has a negative sliding window {}", c.sliding_window);
+    }
+    info.sliding_window = c.sliding_window;
+  }
   if (info.vocab_size <= 0 || info.hidden_size <= 0 || info.max_context <= 0) {
     return make_error(ErrorCode::plugin_error,
                       "model info is implausible (vocab {}, hidden {}, context {})", info.vocab_size,

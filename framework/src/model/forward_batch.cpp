@@ -1,5 +1,6 @@
 #include "llaisys/model/forward_batch.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "llaisys/model/model.hpp"
@@ -66,15 +67,17 @@ Status validate_forward_batch(const ForwardBatch& batch, const ModelInfo& info,
       return make_error(ErrorCode::invalid_argument, "sequence {}: block table is NULL", s);
     }
     for (BlockId block : batch.block_table(s)) {
-      if (block < 0 || block >= kv_config.num_blocks) {
+      const bool released = block == kNoBlock && info.sliding_window > 0;  // checked below
+      if ((block < 0 && !released) || block >= kv_config.num_blocks) {
         return make_error(ErrorCode::invalid_argument,
                           "sequence {}: block {} outside the KV pool of {} blocks", s, block,
                           kv_config.num_blocks);
       }
     }
   }
-  // Last position seen per sequence, to check contiguity.
+  // Last position seen per sequence, to check contiguity; the first is the lowest.
   std::vector<int32_t> last_position(static_cast<std::size_t>(num_seqs), -1);
+  std::vector<int32_t> first_position(static_cast<std::size_t>(num_seqs), -1);
   for (std::size_t i = 0; i < batch.token_ids.size(); ++i) {
     const TokenId token = batch.token_ids[i];
     const int32_t pos = batch.positions[i];
@@ -105,6 +108,24 @@ Status validate_forward_batch(const ForwardBatch& batch, const ModelInfo& info,
                         i, seq, last, pos);
     }
     last = pos;
+    if (first_position[static_cast<std::size_t>(seq)] < 0) first_position[static_cast<std::size_t>(seq)] = pos;
+  }
+  if (info.sliding_window > 0) {
+    // Entries from the first block the window of the sequence's first token reaches must be valid.
+    for (int32_t s = 0; s < num_seqs; ++s) {
+      const int32_t first = first_position[static_cast<std::size_t>(s)];
+      const std::span<const BlockId> table = batch.block_table(s);
+      const int32_t first_read = first < 0 ? static_cast<int32_t>(table.size())
+                                           : std::max(0, first - info.sliding_window + 1) / kv_config.block_size;
+      for (std::size_t b = static_cast<std::size_t>(first_read); b < table.size(); ++b) {
+        if (table[b] == kNoBlock) {
+          return make_error(ErrorCode::invalid_argument,
+                            "sequence {}: block table entry {} is {} (no block) but is not wholly "
+                            "before the window of position {} (sliding window {})",
+                            s, b, kNoBlock, first, info.sliding_window);
+        }
+      }
+    }
   }
   for (int32_t index : batch.output_token_indices) {
     if (index < 0 || index >= batch.num_tokens()) {

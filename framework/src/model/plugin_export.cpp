@@ -49,6 +49,7 @@ void info_to_c(const ModelInfo& info, llaisys_model_info* out) {
   out->kv_dtype = static_cast<int32_t>(info.kv_dtype);
   out->weight_bytes = info.weight_bytes;
   out->kv_bytes_per_token = info.kv_bytes_per_token;
+  out->sliding_window = info.sliding_window;
 }
 
 }  // namespace llaisys::plugin

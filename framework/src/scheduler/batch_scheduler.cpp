@@ -277,6 +277,8 @@ void BatchScheduler::update(const StepResult& result) {
       finish(it->second, SeqStatus::finished_error, "no token was sampled", &finished_before_running_);
     }
   }
+  // Sliding window: blocks no later token can read go back to the pool (a no-op without a window).
+  for (SeqId id : running_) kv_.release_outside_window(id, seq(id).num_computed_tokens);
 }
 
 void BatchScheduler::fail_step() {

@@ -121,9 +121,10 @@ inline GenerateRequest greedy_request(std::vector<TokenId> prompt, int32_t max_t
   return request;
 }
 
-// Greedy generation for one prompt straight on the model: blocks 0.. in order, one pass per token.
+// Greedy generation for one prompt straight on the model: blocks 0.. in order, one pass per token,
+// every block kept; stops at an EOS id unless `ignore_eos`.
 inline std::vector<TokenId> reference_greedy(AnyModel& model, const std::vector<TokenId>& prompt, int32_t max_tokens,
-                                             int32_t context) {
+                                             int32_t context, bool ignore_eos = false) {
   constexpr int32_t kBlock = 16;
   const ModelInfo& info = model.info();
   const int32_t num_blocks = (context + kBlock - 1) / kBlock;
@@ -147,7 +148,9 @@ inline std::vector<TokenId> reference_greedy(AnyModel& model, const std::vector<
     const TokenId next = argmax(logits);
     output.push_back(next);
     tokens.push_back(next);
-    if (std::find(info.eos_token_ids.begin(), info.eos_token_ids.end(), next) != info.eos_token_ids.end()) break;
+    if (!ignore_eos && std::find(info.eos_token_ids.begin(), info.eos_token_ids.end(), next) != info.eos_token_ids.end()) {
+      break;
+    }
     if (static_cast<int32_t>(tokens.size()) >= context) break;
   }
   return output;

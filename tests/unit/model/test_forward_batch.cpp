@@ -97,3 +97,52 @@ TEST_CASE("from_c rejects negative counts and NULL arrays") {
   c.output_kind = 7;
   CHECK(ForwardBatch::from_c(c).status().message() == "unknown output kind 7");
 }
+
+TEST_CASE("with a sliding window, entries wholly before every token's window may be kNoBlock") {
+  BatchFixture f;
+  auto set_table1 = [&f](std::vector<BlockId> table) {
+    f.table1 = std::move(table);
+    f.tables = {f.table0.data(), f.table1.data()};
+    f.table_lens = {1, static_cast<int32_t>(f.table1.size())};
+  };
+  // Sequence 1's token sits at position 9 (block 2) and reads positions 4..9 (blocks 1 and 2).
+  f.positions = {0, 1, 2, 9};
+  set_table1({kNoBlock, 2, 3});
+  SECTION("without a window kNoBlock is an id outside the pool") {
+    CHECK(f.validate().message() == "sequence 1: block -1 outside the KV pool of 4 blocks");
+  }
+  f.info.sliding_window = 6;
+  SECTION("block 0 ends before position 4: it may be given back") {
+    CHECK(f.validate().ok());
+  }
+  SECTION("a block the window reads must be valid") {
+    set_table1({kNoBlock, kNoBlock, 3});
+    CHECK(f.validate().message() ==
+          "sequence 1: block table entry 1 is -1 (no block) but is not wholly before the window of position "
+          "9 (sliding window 6)");
+  }
+  SECTION("the block a token writes must be valid") {
+    set_table1({kNoBlock, 2, kNoBlock});
+    CHECK_FALSE(f.validate().ok());
+  }
+  SECTION("the earliest token of the sequence in the batch decides") {
+    // Tokens at 3..9 (a chunk): token 3 reads 0..3, so block 0 is needed again.
+    f.tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9, 1};
+    f.positions = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    f.seqs = {0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+    f.outputs = {2, 9};
+    CHECK_THAT(f.validate().message(), Catch::Contains("block table entry 0 is -1"));
+    set_table1({1, 2, 3});
+    CHECK(f.validate().ok());
+  }
+  SECTION("entries past the last token's block are checked too") {
+    set_table1({kNoBlock, 2, 3, kNoBlock});
+    CHECK_THAT(f.validate().message(), Catch::Contains("block table entry 3 is -1"));
+  }
+  SECTION("ids outside the pool stay errors") {
+    set_table1({4, 2, 3});
+    CHECK(f.validate().message() == "sequence 1: block 4 outside the KV pool of 4 blocks");
+    set_table1({-2, 2, 3});
+    CHECK(f.validate().message() == "sequence 1: block -2 outside the KV pool of 4 blocks");
+  }
+}

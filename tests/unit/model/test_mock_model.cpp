@@ -180,3 +180,93 @@ TEST_CASE("mock config errors are reported, not crashes") {
   auto bad_options = f.registry.open_model({.model_dir = f.dir.path(), .options_json = "[1]"});
   CHECK_THAT(bad_options.status().message(), Catch::Contains("options must be a JSON object"));
 }
+
+TEST_CASE("mock sliding window: the logits depend on exactly the tokens inside the window") {
+  MockFixture f;
+  AnyModel windowed = f.open(kConfig, R"({"sliding_window": 3})");
+  CHECK(windowed.info().sliding_window == 3);
+  const std::vector<TokenId> prompt{1, 2, 3, 4, 5, 6, 7};
+  auto whole = run(windowed, {{prompt, 0, {0, 1}}});
+  REQUIRE(whole.ok());
+
+  // A window-less mock fed only the last 3 tokens (positions 4..6) gives the same row ...
+  MockFixture g;
+  AnyModel full = g.open(kConfig);
+  CHECK(full.info().sliding_window == 0);
+  auto last3 = run(full, {{{5, 6, 7}, 0, {0}}});
+  REQUIRE(last3.ok());
+  CHECK(last3.value()[0] == whole.value()[0]);
+  // ... unlike full attention over all 7.
+  auto all7 = run(full, {{prompt, 0, {1, 2}}});
+  REQUIRE(all7.ok());
+  CHECK(all7.value()[0] != whole.value()[0]);
+
+  // Tokens before the window change nothing; a token inside it does.
+  std::vector<TokenId> early = prompt;
+  early[0] = 11;
+  early[3] = 12;
+  auto same = run(windowed, {{early, 0, {2, 3}}});
+  REQUIRE(same.ok());
+  CHECK(same.value()[0] == whole.value()[0]);
+  std::vector<TokenId> late = prompt;
+  late[4] = 12;
+  auto changed = run(windowed, {{late, 0, {4, 5}}});
+  REQUIRE(changed.ok());
+  CHECK(changed.value()[0] != whole.value()[0]);
+
+  // Token by token, in another batch mix, the same.
+  std::vector<float> last;
+  for (int32_t p = 0; p < 7; ++p) {
+    auto rows = run(windowed, {{{9}, p, {10, 11}}, {{prompt[static_cast<std::size_t>(p)]}, p, {6, 7}}});
+    REQUIRE(rows.ok());
+    last = rows.value()[1];
+  }
+  CHECK(last == whole.value()[0]);
+}
+
+TEST_CASE("mock sliding window: blocks before the window may be given back, the window's may not") {
+  MockFixture f;
+  AnyModel model = f.open(kConfig, R"({"sliding_window": 3})");
+  const std::vector<TokenId> prompt{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  REQUIRE(run(model, {{prompt, 0, {0, 1, 2}}}).ok());
+  // Position 9 reads 7..9: blocks 1 and 2; block 0 is no longer needed.
+  auto decode = run(model, {{{10}, 9, {kNoBlock, 1, 2}}});
+  REQUIRE(decode.ok());
+  std::vector<TokenId> all = prompt;
+  all.push_back(10);
+  auto fresh = run(model, {{all, 0, {4, 5, 6}}});
+  REQUIRE(fresh.ok());
+  CHECK(decode.value()[0] == fresh.value()[0]);
+
+  auto hole = run(model, {{{10}, 9, {kNoBlock, kNoBlock, 2}}});
+  REQUIRE_FALSE(hole.ok());
+  CHECK(hole.status().code() == ErrorCode::invalid_argument);
+  CHECK_THAT(hole.status().message(), Catch::Contains("block table entry 1 is -1"));
+  // A window position never written is caught as before.
+  auto missing = run(model, {{{10}, 9, {kNoBlock, 8, 2}}});
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.status().message(), Catch::Contains("position 7 is not in the KV cache"));
+  // Without a window -1 stays an error.
+  MockFixture g;
+  AnyModel full = g.open(kConfig);
+  REQUIRE(run(full, {{prompt, 0, {0, 1, 2}}}).ok());
+  CHECK_THAT(run(full, {{{10}, 9, {kNoBlock, 1, 2}}}).status().message(), Catch::Contains("block -1 outside"));
+}
+
+TEST_CASE("mock sliding window option errors") {
+  MockFixture f;
+  f.dir.write("config.json", kConfig);
+  auto negative = f.registry.open_model({.model_dir = f.dir.path(), .options_json = R"({"sliding_window": -2})"});
+  CHECK_THAT(negative.status().message(), Catch::Contains("'sliding_window' must be in [0, 2^31)"));
+  auto text = f.registry.open_model({.model_dir = f.dir.path(), .options_json = R"({"sliding_window": "4"})"});
+  CHECK_THAT(text.status().message(), Catch::Contains("'sliding_window' must be an integer"));
+  auto scripted = f.registry.open_model(
+      {.model_dir = f.dir.path(), .options_json = R"({"sliding_window": 1, "replies": [{"ids": [3]}]})"});
+  CHECK_THAT(scripted.status().message(), Catch::Contains("sliding_window of 0 or >= 2"));
+  // From config.json's "mock" object too.
+  f.dir.write("config.json", R"({"architectures": ["LlaisysMockForCausalLM"], "vocab_size": 97,
+    "hidden_size": 8, "max_position_embeddings": 64, "mock": {"sliding_window": 5}})");
+  auto from_config = f.registry.open_model({.model_dir = f.dir.path()});
+  REQUIRE(from_config.ok());
+  CHECK(from_config->info().sliding_window == 5);
+}

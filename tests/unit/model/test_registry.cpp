@@ -145,3 +145,70 @@ TEST_CASE("a plugin built outside the tree loads when the registry is pointed at
   CHECK(logits[4] == 1.0f);        // after token 3: 4
   CHECK(logits[16 + 10] == 1.0f);  // after token 9: 10
 }
+
+TEST_CASE("sliding_window is read from plugins whose info struct covers it, and must be >= 0") {
+  // A minimal plugin reporting a window, built three ways: an older struct that ends before the
+  // field (the host must read 0, whatever the bytes after it hold), the full struct, and a
+  // negative window.
+  static constexpr const char* kSource = R"(#include <stddef.h>
+#include <string.h>
+#include "llaisys/model/plugin_abi.h"
+static int model_storage;
+static llaisys_status create(const llaisys_model_params* p, llaisys_model** out, llaisys_error* e) {
+  (void)p; (void)e; *out = (llaisys_model*)&model_storage; return LLAISYS_OK;
+}
+static void destroy(llaisys_model* m) { (void)m; }
+static llaisys_status get_info(const llaisys_model* m, llaisys_model_info* info, llaisys_error* e) {
+  (void)m; (void)e;
+  memset(info, 0, sizeof(*info));
+  info->struct_size = STRUCT_SIZE;
+  strcpy(info->architecture, "WindowForCausalLM");
+  info->vocab_size = 8; info->hidden_size = 4; info->num_layers = 1; info->num_kv_heads = 1;
+  info->head_dim = 1; info->max_context = 64; info->bos_token_id = -1;
+  info->sliding_window = WINDOW;
+  return LLAISYS_OK;
+}
+static llaisys_status init_kv(llaisys_model* m, const llaisys_kv_cache_config* c, llaisys_error* e) {
+  (void)m; (void)c; (void)e; return LLAISYS_OK;
+}
+static llaisys_status forward(llaisys_model* m, const llaisys_forward_batch* b, float* o, uint64_t n,
+                              llaisys_error* e) {
+  (void)m; (void)b; (void)o; (void)n; (void)e; return LLAISYS_OK;
+}
+static llaisys_status copy_blocks(llaisys_model* m, const llaisys_block_copy* c, int32_t n, llaisys_error* e) {
+  (void)m; (void)c; (void)n; (void)e; return LLAISYS_OK;
+}
+static const char* const kArchitectures[] = {"WindowForCausalLM", NULL};
+static const llaisys_plugin kTable = {
+    .abi_version = LLAISYS_PLUGIN_ABI_VERSION, .struct_size = sizeof(llaisys_plugin), .name = "window",
+    .version = "0", .architectures = kArchitectures, .create = create, .destroy = destroy,
+    .get_info = get_info, .init_kv_cache = init_kv, .forward = forward, .copy_blocks = copy_blocks};
+const llaisys_plugin* llaisys_plugin_entry(void) { return &kTable; }
+)";
+  test::TempDir dir;
+  const fs::path source = dir.write("window_plugin.c", kSource);
+  dir.write("model/config.json", R"({"architectures": ["WindowForCausalLM"]})");
+  auto open_with = [&](const std::string& name, const std::string& struct_size, int window) {
+    const fs::path plugin_dir = dir / name;
+    fs::create_directories(plugin_dir);
+    const std::string command = std::string(LLAISYS_TEST_C_COMPILER) + " -std=c11 -O1 -shared -fPIC -I" +
+                                (fs::path(LLAISYS_SOURCE_DIR) / "framework/include").string() +
+                                " '-DSTRUCT_SIZE=" + struct_size + "' -DWINDOW=" + std::to_string(window) + " " +
+                                source.string() + " -o " + (plugin_dir / "libwindow.so").string();
+    INFO(command);
+    REQUIRE(std::system(command.c_str()) == 0);
+    PluginRegistry registry;
+    REQUIRE(registry.load_directory(plugin_dir) == 1);
+    return registry.open_model({.model_dir = dir / "model"});
+  };
+  auto older = open_with("older", "offsetof(llaisys_model_info, sliding_window)", 4096);
+  REQUIRE(older.ok());
+  CHECK(older->info().sliding_window == 0);
+  auto current = open_with("current", "sizeof(llaisys_model_info)", 4096);
+  REQUIRE(current.ok());
+  CHECK(current->info().sliding_window == 4096);
+  auto negative = open_with("negative", "sizeof(llaisys_model_info)", -3);
+  REQUIRE_FALSE(negative.ok());
+  CHECK(negative.status().code() == ErrorCode::plugin_error);
+  CHECK_THAT(negative.status().message(), Catch::Contains("negative sliding window -3"));
+}

@@ -15,13 +15,22 @@
 //    shared with another sequence (after fork()), append first gives seq a private copy and adds
 //    {src, dst} to `copies`, which the caller must apply (Model::copy_blocks) before writing. append
 //    is all or nothing: out_of_memory leaves every table and the cache as they were.
-//  - fork(parent, child): child starts with parent's slots, sharing all its blocks (copy-on-write).
+//  - fork(parent, child): child starts with parent's slots, sharing all its blocks (copy-on-write);
+//    entries given back by the window stay kNoBlock in the child.
 //  - commit(seq, tokens): tokens (a prefix of the sequence's tokens) now have their K/V computed; the
 //    full blocks among them join the prefix cache (still locked by seq). Only computed blocks are
 //    ever cached, so a failed forward pass never reaches the cache.
 //  - truncate(seq, n): drops slots from n on; returns how many slots remain (less than n when n falls
-//    inside a block shared with the cache: that whole block is dropped).
+//    inside a block shared with the cache: that whole block is dropped; 0, every block dropped, when
+//    the window of position n would reach blocks already given back: the caller recomputes from 0).
 //  - release(seq, tokens) = commit then free; free(seq) unregisters seq and drops its references.
+//  - Sliding window W (every layer reads only positions p - W < j <= p): release_outside_window(seq,
+//    computed) gives back the leading blocks wholly before the window of the next token (position
+//    `computed`): their table entries become kNoBlock. The prefix cache holds whole paths from the
+//    root and a sequence locks its cached prefix up to the root, so a windowed store caches at most
+//    the first ceil(W / block_size) blocks of a sequence, lets go of the cached prefix (unlock + its
+//    references) only once all of it is outside the window, and a sequence that gave back a block
+//    never commits again. Without a window it does nothing.
 //  - Every operation is transactional; validate() checks all invariants (ref counts, locks, tree
 //    shape, tables) and is what tests call after a run.
 
@@ -44,6 +53,7 @@ struct KVStats {
   int32_t num_evictable_blocks = 0;  // cached and unlocked: reclaimable on demand
   int32_t num_sequences = 0;
   int64_t num_evicted_blocks = 0;
+  int64_t num_window_released_blocks = 0;  // table entries given back by the sliding window
 
   // Blocks neither free nor reclaimable, i.e. pinned by running sequences.
   int32_t num_used_blocks() const { return num_blocks - num_free_blocks - num_evictable_blocks; }
@@ -69,6 +79,7 @@ concept KVStore = requires(K& kv, const K& const_kv, SeqId seq, std::span<const 
   { kv.commit(seq, tokens) };
   { kv.truncate(seq, num_tokens) } -> std::convertible_to<int32_t>;
   { kv.release(seq, tokens) };
+  { kv.release_outside_window(seq, num_tokens) } -> std::convertible_to<int32_t>;
   { kv.free(seq) };
   { const_kv.block_table(seq) } -> std::convertible_to<std::span<const BlockId>>;
   { const_kv.num_tokens(seq) } -> std::convertible_to<int32_t>;

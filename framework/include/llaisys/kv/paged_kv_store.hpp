@@ -5,6 +5,18 @@
 // A sequence's table is [cached prefix | private blocks]: the first num_cached_blocks entries are
 // the blocks of the radix path it locks (shared, read-only, full); the rest are its own, possibly
 // shared with forked siblings (ref counts), of which only the last may be partially filled.
+//
+// Sliding window W (config.sliding_window > 0), after release_outside_window():
+// [kNoBlock x num_released_blocks | private blocks]. The rules that keep the radix tree hole-free:
+//  - commit() caches at most the first max_cached_blocks() = ceil(W / block_size) blocks, and
+//    match_prefix() reuses at most that many: prefixes shared within the first window are reused,
+//    longer shared prefixes are recomputed.
+//  - The cached prefix is given back as a whole (unlock, drop its references) once all of it lies
+//    before the window; private blocks one by one after that. A block shared with a fork sibling
+//    returns to the pool when its last holder lets go.
+//  - Once a sequence has given back a block it holds no cached prefix and never commits again.
+// So a long generation holds at most about two windows plus a block (the cached prefix plus a
+// window), and about one window once it is past 2W.
 
 #include <memory>
 #include <string>
@@ -21,11 +33,12 @@ struct KVStoreConfig {
   int32_t num_blocks = 0;
   int32_t block_size = 16;
   bool enable_prefix_cache = true;
+  int32_t sliding_window = 0;  // > 0: every layer attends the last N positions only (ModelInfo)
 };
 
 class PagedKVStore {
  public:
-  // Fails (invalid_argument) unless num_blocks > 0 and block_size > 0.
+  // Fails (invalid_argument) unless num_blocks > 0, block_size > 0 and sliding_window >= 0.
   static Result<std::unique_ptr<PagedKVStore>> create(const KVStoreConfig& config);
   explicit PagedKVStore(const KVStoreConfig& config);  // prefer create(): this one trusts config
 
@@ -34,6 +47,10 @@ class PagedKVStore {
   int32_t num_free_blocks() const { return pool_->num_free(); }
   int32_t num_available_blocks() const;  // free + evictable
   bool prefix_cache_enabled() const { return cache_ != nullptr; }
+  int32_t sliding_window() const { return config_.sliding_window; }
+  // The most leading blocks of a sequence the prefix cache holds: ceil(W / block_size) with a
+  // window, unbounded without.
+  int32_t max_cached_blocks() const;
   // Blocks needed to hold n slots.
   int32_t blocks_for(int32_t num_tokens) const;
 
@@ -57,11 +74,18 @@ class PagedKVStore {
   int32_t truncate(SeqId seq, int32_t num_tokens);
   void release(SeqId seq, std::span<const TokenId> computed_tokens);
   void free(SeqId seq);
+  // With a window, gives back seq's blocks wholly before the window of position num_computed_tokens
+  // (the next token's: blocks ending before num_computed_tokens - W + 1), following the rules above;
+  // their entries become kNoBlock. Returns how many entries were given back now. Call it after a
+  // successful step with the computed count; nothing happens without a window.
+  int32_t release_outside_window(SeqId seq, int32_t num_computed_tokens);
 
   std::span<const BlockId> block_table(SeqId seq) const;
   int32_t num_tokens(SeqId seq) const;
   // Slots covered by the sequence's cached (shared) prefix.
   int32_t num_cached_tokens(SeqId seq) const;
+  // Leading table entries given back by the window (kNoBlock).
+  int32_t num_released_blocks(SeqId seq) const;
 
   KVStats stats() const;
   Status validate() const;
@@ -71,6 +95,7 @@ class PagedKVStore {
     std::vector<BlockId> blocks;
     int32_t num_tokens = 0;
     int32_t num_cached_blocks = 0;
+    int32_t num_released_blocks = 0;  // leading entries given back (kNoBlock); > 0: no cached prefix
     RadixNode* node = nullptr;  // deepest locked radix node (nullptr without a cache)
   };
   SeqBlocks* find(SeqId seq);
@@ -93,6 +118,7 @@ class PagedKVStore {
   // an open step's undo not counted.
   bool shared(BlockId block) const;
   int64_t num_evicted_blocks_ = 0;
+  int64_t num_window_released_blocks_ = 0;
 };
 
 static_assert(KVStore<PagedKVStore>);

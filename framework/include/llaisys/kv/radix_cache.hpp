@@ -78,6 +78,8 @@ class RadixCache {
   int32_t num_cached_blocks() const { return num_cached_blocks_; }
   int32_t num_evictable_blocks() const { return num_evictable_blocks_; }
   int32_t num_nodes() const;
+  // Blocks on the longest path from a namespace root (0 for an empty cache).
+  int32_t max_depth() const;
   // The blocks from the namespace root to the end of `node`, in position order.
   static std::vector<BlockId> path_blocks(const RadixNode* node);
   // Every cached block, in no particular order.

@@ -46,6 +46,11 @@ struct ModelInfo {
   DType kv_dtype = DType::f32;
   uint64_t weight_bytes = 0;        // weights read per decode step
   uint64_t kv_bytes_per_token = 0;  // K + V, all layers
+  // > 0: EVERY layer attends at most the last sliding_window positions (the token at position p
+  // reads keys p - sliding_window < j <= p), so the KV blocks wholly before a sequence's window may
+  // be given back (their table entries become kNoBlock). 0: full attention, or only some layers
+  // windowed (Gemma 2 style): every block is kept.
+  int32_t sliding_window = 0;
 
   int32_t output_width(OutputKind kind) const {
     return kind == OutputKind::logits ? vocab_size : hidden_size;

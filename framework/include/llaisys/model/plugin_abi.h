@@ -67,6 +67,11 @@ typedef struct llaisys_model_info {
   int32_t kv_dtype;         /* llaisys::DType of the KV cache */
   uint64_t weight_bytes;    /* bytes of weights read for one decode step (for efficiency figures) */
   uint64_t kv_bytes_per_token; /* K and V of one token, all layers */
+  /* Appended after version 1 first shipped: the host reads it only when struct_size covers it
+   * (an older plugin's struct ends before it and reports 0). > 0: every layer attends at most the
+   * last sliding_window positions (see llaisys_forward_batch); 0: no window, or not every layer
+   * has one. Negative values are refused. */
+  int32_t sliding_window;
 } llaisys_model_info;
 
 /* The paged KV pool the model allocates (on its device): num_blocks blocks of block_size tokens. */
@@ -85,6 +90,11 @@ typedef struct llaisys_kv_cache_config {
  * positions 0..positions[i] of its sequence (earlier positions come from the cache or from earlier
  * tokens of this batch). Within a sequence, tokens appear in increasing, consecutive positions.
  * Prefill and decode differ only in shape; one batch may mix them.
+ *
+ * Sliding window (llaisys_model_info.sliding_window = W > 0): token i attends only to positions
+ * max(0, positions[i] - W + 1)..positions[i]. The host may then have given back the blocks wholly
+ * before the window of every token of a sequence in the batch: their block-table entries are -1
+ * and must never be read. Every block a token reads or writes is a valid id.
  *
  * The output has num_outputs rows, row r for token output_token_indices[r]. */
 typedef struct llaisys_forward_batch {

@@ -10,6 +10,11 @@ using BlockId = int32_t;   // index of a KV block in the pool
 using SeqId = int64_t;     // engine-wide sequence identity (one per choice of a request)
 using RequestId = int64_t;
 
+// A block-table entry whose block was given back: with a sliding window (ModelInfo::sliding_window),
+// the leading blocks of a sequence that lie wholly before the window of its next token are released
+// and their entries hold kNoBlock. A model never reads them (validate_forward_batch checks it).
+inline constexpr BlockId kNoBlock = -1;
+
 // The paged KV pool a model allocates: num_blocks blocks of block_size token slots.
 struct KvCacheConfig {
   int32_t num_blocks = 0;

@@ -13,6 +13,9 @@
 //     is scheduled. The queue head blocks the queue (no overtaking) when it does not fit.
 // A request with n > 1 choices prefills once (choice 0); when its prompt is complete the other
 // choices fork from it, sharing its blocks copy-on-write, and sample from the same logits row.
+// With a sliding window (KVStoreConfig::sliding_window), every successful update() lets each running
+// sequence give back the blocks that fell before its window (PagedKVStore::release_outside_window).
+// Admission and chunking stay conservative: they count blocks as if none were ever given back.
 
 #include <deque>
 #include <memory>
