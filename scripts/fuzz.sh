@@ -9,7 +9,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 seconds=${1:-60}
-targets=(fuzz_chat_template fuzz_tokenizer_json fuzz_tokenizer_encode fuzz_safetensors fuzz_openai_request)
+targets=(fuzz_chat_template fuzz_tokenizer_json fuzz_tokenizer_encode fuzz_safetensors fuzz_openai_request
+         fuzz_model_config)
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
@@ -18,13 +19,14 @@ work=build/fuzz/work
 findings=build/fuzz/findings
 rm -rf "$work"
 mkdir -p "$work" "$findings"
-# Seeds: the 17 real chat templates, tokenizer.json samples, the tokenizer test texts, and small
-# safetensors files.
+# Seeds: the 17 real chat templates, tokenizer.json samples, the tokenizer test texts, small
+# safetensors files, and the config.json of every architecture's test model.
 mkdir -p "$work/fuzz_chat_template" "$work/fuzz_tokenizer_json" "$work/fuzz_tokenizer_encode" "$work/fuzz_safetensors" \
-  "$work/fuzz_openai_request"
+  "$work/fuzz_openai_request" "$work/fuzz_model_config"
 cp tests/data/chat-templates/*.jinja "$work/fuzz_chat_template/"
 cp fuzz/seeds/tokenizer_json/*.json "$work/fuzz_tokenizer_json/"
 cp fuzz/seeds/openai_request/*.json "$work/fuzz_openai_request/"
+cp fuzz/seeds/model_config/*.json "$work/fuzz_model_config/"
 python3 - "$work/fuzz_tokenizer_encode" <<'PY'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])

@@ -163,7 +163,7 @@ class Bench {
     const json::string* isa = !ec && options.is_object() && options.as_object().contains("isa")
                                   ? options.as_object().at("isa").if_string()
                                   : nullptr;
-    // The plugin's rule (decoder_lm.cpp): bf16 products need the AVX-512 path and AVX512-BF16.
+    // The CPU context's rule (ops make_cpu_context): bf16 products need the AVX-512 path and AVX512-BF16.
     const bool bf16 = matmul != nullptr && (*matmul == "bf16" || *matmul == "auto") && cpu::bf16dot::supported() &&
                       (isa == nullptr || *isa == "auto" || *isa == "avx512");
     const int threads = o_.threads > 0 ? o_.threads : cpu::ThreadPool::available_cpus();

@@ -2,14 +2,61 @@
 
 #include <boost/json.hpp>
 
-namespace llaisys::decoder {
+#include "llaisys/model/model_options.hpp"
 
-Result<DType> parse_kv_dtype_option(const boost::json::value& value) {
-  const boost::json::string* name = value.if_string();
-  if (name != nullptr && *name == "f32") return DType::f32;
-  if (name != nullptr && *name == "bf16") return DType::bf16;
-  return make_error(ErrorCode::invalid_argument, "option kv_dtype: expected \"f32\" or \"bf16\", got {}",
-                    boost::json::serialize(value));
+namespace llaisys::decoder {
+namespace json = boost::json;
+
+Result<DecoderOptions> parse_decoder_options(const ModelCreateParams& params) {
+  DecoderOptions options;
+  options.device = params.device;
+  bool cpu_only_option = false;
+  std::string weights = "auto";
+  const OptionReader readers[] = {
+      {"device",
+       [&](const json::value& v) -> Status {
+         const json::string* name = v.if_string();
+         auto device = name ? parse_device(std::string_view(name->data(), name->size()))
+                            : Result<Device>(Status(ErrorCode::invalid_argument, "not a string"));
+         if (!device.ok()) {
+           return make_error(ErrorCode::invalid_argument, "option device: expected \"cpu\", \"cuda\" or \"cuda:N\", got {}",
+                             json::serialize(v));
+         }
+         options.device = *device;
+         return Status();
+       }},
+      {"isa",
+       [&](const json::value& v) {
+         cpu_only_option = true;
+         return read_option_choice(v, "isa", {"auto", "avx512", "avx2", "scalar"}, options.isa);
+       }},
+      {"matmul",
+       [&](const json::value& v) {
+         cpu_only_option = cpu_only_option || v != "f32";
+         return read_option_choice(v, "matmul", {"f32", "bf16", "auto"}, options.matmul);
+       }},
+      {"kv_dtype",
+       [&](const json::value& v) -> Status {
+         const json::string* name = v.if_string();
+         if (name != nullptr && *name == "f32") {
+           options.kv_dtype = DType::f32;
+         } else if (name != nullptr && *name == "bf16") {
+           options.kv_dtype = DType::bf16;
+         } else {
+           return make_error(ErrorCode::invalid_argument, "option kv_dtype: expected \"f32\" or \"bf16\", got {}",
+                             json::serialize(v));
+         }
+         return Status();
+       }},
+      {"weights", [&](const json::value& v) { return read_option_choice(v, "weights", {"auto", "mmap", "memory"}, weights); }},
+  };
+  LLAISYS_RETURN_IF_ERROR(read_model_options(params.options_json, readers));
+  options.weights = *parse_weight_loading(weights);
+  if (cpu_only_option && !options.device.is_cpu()) {
+    return make_error(ErrorCode::invalid_argument, "options isa and matmul apply to the cpu device, not {}",
+                      options.device.to_string());
+  }
+  return options;
 }
 
 }  // namespace llaisys::decoder

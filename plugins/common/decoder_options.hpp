@@ -1,15 +1,35 @@
 #pragma once
-// Readers for model options that the CPU decoder (decoder_lm.cpp) and the CUDA decoder
-// (cuda_decoder.cpp) share, so that a key means the same and is refused the same way on both.
+// DecoderOptions: the create options of every plugin built on the shared decoder, parsed once from
+// ModelCreateParams::options_json. An unknown key, or a value of the wrong type, is an error naming
+// the key (and, for an unknown key, listing the valid ones).
+//
+//   "device":   "cpu" | "cuda" | "cuda:N"   (default: ModelCreateParams::device)
+//   "isa":      "auto" | "avx512" | "avx2" | "scalar"   CPU only: forces an ISA path (all give the same
+//               bits; for testing and comparison)
+//   "matmul":   "f32" (default) | "bf16" | "auto"        CPU only: f32 activations and exact products,
+//               or activations rounded to bf16 for the products with bf16 weights (AVX512-BF16, about
+//               2x the arithmetic rate of prefill and batched decode, not bit-identical to f32)
+//   "kv_dtype": "f32" | "bf16"   the KV cache (default: f32 on the CPU, bf16 on CUDA); bf16 halves its
+//               memory and the bytes attention reads; batch invariance holds within the setting
+//   "weights":  "auto" (default) | "mmap" | "memory"   how the safetensors files come into memory
+//               (WeightLoading, llaisys/model/safetensors.hpp); CUDA reads them once to upload
 
-#include <boost/json/value.hpp>
+#include <optional>
+#include <string>
 
-#include "llaisys/core/dtype.hpp"
-#include "llaisys/core/status.hpp"
+#include "llaisys/model/model.hpp"
+#include "llaisys/model/safetensors.hpp"
 
 namespace llaisys::decoder {
 
-// "kv_dtype": "f32" or "bf16"; anything else is invalid_argument, naming the option and the value.
-Result<DType> parse_kv_dtype_option(const boost::json::value& value);
+struct DecoderOptions {
+  Device device = Device::cpu();
+  std::string isa = "auto";
+  std::string matmul = "f32";
+  std::optional<DType> kv_dtype;
+  WeightLoading weights = WeightLoading::automatic;
+};
+
+Result<DecoderOptions> parse_decoder_options(const ModelCreateParams& params);
 
 }  // namespace llaisys::decoder

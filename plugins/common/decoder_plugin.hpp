@@ -1,51 +1,51 @@
 #pragma once
-// DecoderPlugin<Variant>: the model class of an architecture plugin that is the shared decoder with
-// one variant. A plugin is then three lines (plugins/llama/llama_model.cpp):
+// An architecture plugin on the shared decoder is one function that describes the model from its
+// config.json, and the export line (plugins/qwen3/qwen3.cpp is a complete example):
 //
-//   inline constexpr decoder::DecoderVariant kLlama{.architecture = "LlamaForCausalLM", ...};
-//   using LlamaModel = decoder::DecoderPlugin<kLlama>;
-//   LLAISYS_EXPORT_PLUGIN(LlamaModel, "llama", "0.1.0", "LlamaForCausalLM")
+//   Result<decoder::DecoderSpec> describe(const ConfigReader& config);   // reads its keys, sets its pieces
+//   LLAISYS_EXPORT_DECODER_PLUGIN(describe, "qwen3", "0.2.0", "Qwen3ForCausalLM")
+//
+// Loading a model then reads config.json once (ConfigReader), calls `describe`, refuses what no one
+// read that would change the model (finish_config), checks the description, and opens the decoder on
+// the device the options ask for (decoder.hpp, decoder_options.hpp).
 
 #include <memory>
-#include <optional>
 #include <span>
 
-#include "cuda_decoder.hpp"
-#include "decoder_lm.hpp"
-#include "llaisys/model/model.hpp"
+#include "decoder.hpp"
+#include "decoder_config.hpp"
+#include "llaisys/model/config_reader.hpp"
+#include "llaisys/model/plugin_export.hpp"
 
 namespace llaisys::decoder {
 
-template <const DecoderVariant& Variant>
+using DescribeFn = Result<DecoderSpec> (*)(const ConfigReader& config);
+
+// config.json -> describe -> finish_config -> Decoder::open.
+Result<std::unique_ptr<Decoder>> open_described(const ModelCreateParams& params, DescribeFn describe);
+
+template <DescribeFn Describe>
 class DecoderPlugin {
  public:
   static Result<std::unique_ptr<DecoderPlugin>> create(const ModelCreateParams& params) {
-    // {"device": "cuda"} (or a CUDA params.device): the same decoder on the GPU (cuda_decoder.hpp).
-    LLAISYS_ASSIGN_OR_RETURN(std::optional<int> cuda_device, requested_cuda_device(params));
-    if (cuda_device) {
-      LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<CudaDecoderLM> gpu, CudaDecoderLM::open(params, Variant, *cuda_device));
-      return std::make_unique<DecoderPlugin>(std::move(gpu));
-    }
-    LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<DecoderLM> lm, DecoderLM::open(params, Variant));
-    return std::make_unique<DecoderPlugin>(std::move(lm));
+    LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<Decoder> decoder, open_described(params, Describe));
+    return std::make_unique<DecoderPlugin>(std::move(decoder));
   }
-  explicit DecoderPlugin(std::unique_ptr<DecoderLM> lm) : lm_(std::move(lm)) {}
-  explicit DecoderPlugin(std::unique_ptr<CudaDecoderLM> gpu) : gpu_(std::move(gpu)) {}
+  explicit DecoderPlugin(std::unique_ptr<Decoder> decoder) : decoder_(std::move(decoder)) {}
 
-  const ModelInfo& info() const { return gpu_ ? gpu_->info() : lm_->info(); }
-  Status init_kv_cache(const KvCacheConfig& config) {
-    return gpu_ ? gpu_->init_kv_cache(config) : lm_->init_kv_cache(config);
-  }
-  Status forward(const ForwardBatch& batch, std::span<float> out) {
-    return gpu_ ? gpu_->forward(batch, out) : lm_->forward(batch, out);
-  }
-  Status copy_blocks(std::span<const BlockCopy> copies) {
-    return gpu_ ? gpu_->copy_blocks(copies) : lm_->copy_blocks(copies);
-  }
+  const ModelInfo& info() const { return decoder_->info(); }
+  Status init_kv_cache(const KvCacheConfig& config) { return decoder_->init_kv_cache(config); }
+  Status forward(const ForwardBatch& batch, std::span<float> out) { return decoder_->forward(batch, out); }
+  Status copy_blocks(std::span<const BlockCopy> copies) { return decoder_->copy_blocks(copies); }
 
  private:
-  std::unique_ptr<DecoderLM> lm_;
-  std::unique_ptr<CudaDecoderLM> gpu_;  // instead of lm_ on a CUDA device
+  std::unique_ptr<Decoder> decoder_;
 };
 
 }  // namespace llaisys::decoder
+
+// Defines the plugin's entry point for a decoder described by `describe`. The trailing arguments are
+// the HF architectures it serves.
+#define LLAISYS_EXPORT_DECODER_PLUGIN(describe, plugin_name, plugin_version, ...)                          \
+  static_assert(::llaisys::PluginModel<::llaisys::decoder::DecoderPlugin<describe>>);                       \
+  LLAISYS_EXPORT_PLUGIN(::llaisys::decoder::DecoderPlugin<describe>, plugin_name, plugin_version, __VA_ARGS__)

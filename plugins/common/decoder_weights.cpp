@@ -5,129 +5,103 @@
 namespace llaisys::decoder {
 namespace {
 
-cpu::WeightMatrix matrix(const TensorView& view) {
-  return {.data = view.data(), .dtype = view.dtype(), .rows = view.dim(0), .cols = view.dim(1)};
-}
-
-uint64_t matrix_bytes(const cpu::WeightMatrix& m) {
-  return static_cast<uint64_t>(m.rows) * static_cast<uint64_t>(m.cols) * dtype_size(m.dtype);
-}
-
-Result<std::vector<float>> to_f32(const std::string& name, const TensorView& view) {
-  std::vector<float> out(static_cast<std::size_t>(view.numel()));
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    switch (view.dtype()) {
-      case DType::bf16: out[i] = bf16_to_f32(view.data_as<const bf16_t>()[i]); break;
-      case DType::f16: out[i] = f16_to_f32(view.data_as<const f16_t>()[i]); break;
-      case DType::f32: out[i] = view.data_as<const float>()[i]; break;
-      default:
-        return make_error(ErrorCode::unsupported, "tensor '{}' has dtype {}; weights must be BF16, F16 or F32", name,
-                          to_string(view.dtype()));
-    }
-  }
-  return out;
-}
-
 class Loader {
  public:
-  explicit Loader(const WeightStore& store) : store_(store) {}
+  Loader(ops::DeviceContext& ctx, const std::shared_ptr<const WeightStore>& store) : ctx_(ctx), store_(store) {}
 
-  Result<cpu::WeightMatrix> matrix_of(const std::string& name, int64_t rows, int64_t cols) {
-    LLAISYS_ASSIGN_OR_RETURN(TensorView view, store_.require(name, Shape{rows, cols}));
-    return matrix(view);
+  static std::string name_of(const std::string& pattern, int32_t layer) {
+    return fmt::format(fmt::runtime(pattern), layer);
   }
-  Result<std::vector<float>> vector_of(const std::string& name, int64_t size) {
-    LLAISYS_ASSIGN_OR_RETURN(TensorView view, store_.require(name, Shape{size}));
-    return to_f32(name, view);
+  Result<TensorView> find(const std::string& pattern, int32_t layer, const Shape& shape) const {
+    return store_->require(name_of(pattern, layer), shape);
+  }
+  Result<ops::Tensor> vector(const std::string& pattern, int32_t layer, int64_t size, float add = 0.0f) const {
+    LLAISYS_ASSIGN_OR_RETURN(TensorView view, find(pattern, layer, Shape{size}));
+    return ops::upload_vector(ctx_, view, add);
+  }
+  Result<ops::Tensor> matrix(const std::string& pattern, int64_t rows, int64_t cols) const {
+    LLAISYS_ASSIGN_OR_RETURN(TensorView view, find(pattern, 0, Shape{rows, cols}));
+    return ops::upload_matrix(ctx_, view, store_);
+  }
+  // One linear op: the fused tensor when `fused` names one, else the parts; biases when `bias`.
+  Result<ops::LinearWeight> linear(int32_t layer, const std::string& fused, const std::string& fused_bias,
+                                   std::initializer_list<std::pair<const std::string*, int64_t>> parts,
+                                   std::initializer_list<const std::string*> part_biases, int64_t cols,
+                                   bool bias) const {
+    std::vector<TensorView> matrices, biases;
+    if (!fused.empty()) {
+      int64_t rows = 0;
+      for (const auto& part : parts) rows += part.second;
+      LLAISYS_ASSIGN_OR_RETURN(TensorView m, find(fused, layer, Shape{rows, cols}));
+      matrices.push_back(m);
+      if (bias) {
+        LLAISYS_ASSIGN_OR_RETURN(TensorView b, find(fused_bias, layer, Shape{rows}));
+        biases.push_back(b);
+      }
+    } else {
+      auto bias_name = part_biases.begin();
+      for (const auto& [name, rows] : parts) {
+        LLAISYS_ASSIGN_OR_RETURN(TensorView m, find(*name, layer, Shape{rows, cols}));
+        matrices.push_back(m);
+        if (bias) {
+          LLAISYS_ASSIGN_OR_RETURN(TensorView b, find(**bias_name, layer, Shape{rows}));
+          biases.push_back(b);
+        }
+        ++bias_name;
+      }
+    }
+    return ops::prepare_linear(ctx_, matrices, biases, store_);
   }
 
  private:
-  const WeightStore& store_;
+  ops::DeviceContext& ctx_;
+  const std::shared_ptr<const WeightStore>& store_;
 };
 
 }  // namespace
 
-Result<DecoderConfig> make_decoder_config(const HfTransformerConfig& hf, const DecoderVariant& variant) {
-  bool qkv_bias = variant.qkv_bias;
-  bool o_bias = false;
-  bool mlp_bias = false;
-  if (variant.biases_from_config) {
-    qkv_bias = o_bias = hf.attention_bias;
-    mlp_bias = hf.mlp_bias;
-  } else {
-    if (hf.mlp_bias) {
-      return make_error(ErrorCode::unsupported, "config.json: mlp_bias is true; {} has no MLP biases",
-                        variant.architecture);
-    }
-    if (hf.attention_bias && !variant.qkv_bias) {
-      return make_error(ErrorCode::unsupported, "config.json: attention_bias is true; {} has no attention biases",
-                        variant.architecture);
-    }
-  }
-  return DecoderConfig{.vocab_size = hf.vocab_size,
-                       .hidden_size = hf.hidden_size,
-                       .intermediate_size = hf.intermediate_size,
-                       .num_layers = hf.num_layers,
-                       .num_heads = hf.num_heads,
-                       .num_kv_heads = hf.num_kv_heads,
-                       .head_dim = hf.head_dim,
-                       .max_context = hf.max_position_embeddings,
-                       .rms_norm_eps = static_cast<float>(hf.rms_norm_eps),
-                       .rope_theta = hf.rope_theta,
-                       .rope_scaling = hf.rope_scaling,
-                       .qkv_bias = qkv_bias,
-                       .o_bias = o_bias,
-                       .mlp_bias = mlp_bias,
-                       .tie_word_embeddings = hf.tie_word_embeddings,
-                       .bos_token_id = hf.bos_token_id,
-                       .eos_token_ids = hf.eos_token_ids};
-}
-
-Result<DecoderWeights> load_decoder_weights(const WeightStore& store, const DecoderConfig& c) {
-  Loader load(store);
-  const int64_t h = c.hidden_size;
-  const int64_t q_dim = static_cast<int64_t>(c.num_heads) * c.head_dim;
-  const int64_t kv_dim = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
-  const int64_t inter = c.intermediate_size;
+Result<DecoderWeights> load_decoder_weights(ops::DeviceContext& ctx, const std::shared_ptr<const WeightStore>& store,
+                                            const DecoderSpec& s) {
+  const Loader load(ctx, store);
+  const TensorNames& n = s.names;
+  const int64_t h = s.hidden_size;
+  const int64_t q_dim = int64_t{s.num_heads} * s.head_dim;
+  const int64_t kv_dim = int64_t{s.num_kv_heads} * s.head_dim;
+  const int64_t inter = s.intermediate_size;
+  const float offset = s.norm_weight_offset;
   DecoderWeights w;
-  LLAISYS_ASSIGN_OR_RETURN(w.embed, load.matrix_of("model.embed_tokens.weight", c.vocab_size, h));
-  for (int32_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = fmt::format("model.layers.{}.", i);
-    DecoderLayerWeights layer;
-    LLAISYS_ASSIGN_OR_RETURN(layer.input_norm, load.vector_of(p + "input_layernorm.weight", h));
-    LLAISYS_ASSIGN_OR_RETURN(layer.q, load.matrix_of(p + "self_attn.q_proj.weight", q_dim, h));
-    LLAISYS_ASSIGN_OR_RETURN(layer.k, load.matrix_of(p + "self_attn.k_proj.weight", kv_dim, h));
-    LLAISYS_ASSIGN_OR_RETURN(layer.v, load.matrix_of(p + "self_attn.v_proj.weight", kv_dim, h));
-    LLAISYS_ASSIGN_OR_RETURN(layer.o, load.matrix_of(p + "self_attn.o_proj.weight", h, q_dim));
-    if (c.qkv_bias) {
-      LLAISYS_ASSIGN_OR_RETURN(layer.q_bias, load.vector_of(p + "self_attn.q_proj.bias", q_dim));
-      LLAISYS_ASSIGN_OR_RETURN(layer.k_bias, load.vector_of(p + "self_attn.k_proj.bias", kv_dim));
-      LLAISYS_ASSIGN_OR_RETURN(layer.v_bias, load.vector_of(p + "self_attn.v_proj.bias", kv_dim));
+  LLAISYS_ASSIGN_OR_RETURN(w.embed, load.matrix(n.embed, s.vocab_size, h));
+  for (int32_t i = 0; i < s.num_layers; ++i) {
+    LayerWeights layer;
+    LLAISYS_ASSIGN_OR_RETURN(layer.attn_norm, load.vector(n.attn_norm, i, h, offset));
+    LLAISYS_ASSIGN_OR_RETURN(layer.ffn_norm, load.vector(n.ffn_norm, i, h, offset));
+    if (s.post_attention_norm) {
+      LLAISYS_ASSIGN_OR_RETURN(layer.post_attn_norm, load.vector(n.post_attn_norm, i, h, offset));
     }
-    if (c.o_bias) {
-      LLAISYS_ASSIGN_OR_RETURN(layer.o_bias, load.vector_of(p + "self_attn.o_proj.bias", h));
+    if (s.post_ffn_norm) {
+      LLAISYS_ASSIGN_OR_RETURN(layer.post_ffn_norm, load.vector(n.post_ffn_norm, i, h, offset));
     }
-    LLAISYS_ASSIGN_OR_RETURN(layer.post_norm, load.vector_of(p + "post_attention_layernorm.weight", h));
-    LLAISYS_ASSIGN_OR_RETURN(layer.gate, load.matrix_of(p + "mlp.gate_proj.weight", inter, h));
-    LLAISYS_ASSIGN_OR_RETURN(layer.up, load.matrix_of(p + "mlp.up_proj.weight", inter, h));
-    LLAISYS_ASSIGN_OR_RETURN(layer.down, load.matrix_of(p + "mlp.down_proj.weight", h, inter));
-    if (c.mlp_bias) {
-      LLAISYS_ASSIGN_OR_RETURN(layer.gate_bias, load.vector_of(p + "mlp.gate_proj.bias", inter));
-      LLAISYS_ASSIGN_OR_RETURN(layer.up_bias, load.vector_of(p + "mlp.up_proj.bias", inter));
-      LLAISYS_ASSIGN_OR_RETURN(layer.down_bias, load.vector_of(p + "mlp.down_proj.bias", h));
+    if (s.qk_norm) {
+      LLAISYS_ASSIGN_OR_RETURN(layer.q_norm, load.vector(n.q_norm, i, s.head_dim, offset));
+      LLAISYS_ASSIGN_OR_RETURN(layer.k_norm, load.vector(n.k_norm, i, s.head_dim, offset));
     }
-    for (const cpu::WeightMatrix* m : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down}) {
-      w.bytes_per_decode_step += matrix_bytes(*m);
-    }
+    LLAISYS_ASSIGN_OR_RETURN(layer.qkv, load.linear(i, n.qkv, n.qkv_bias, {{&n.q, q_dim}, {&n.k, kv_dim}, {&n.v, kv_dim}},
+                                                    {&n.q_bias, &n.k_bias, &n.v_bias}, h, s.qkv_bias));
+    LLAISYS_ASSIGN_OR_RETURN(layer.o, load.linear(i, "", "", {{&n.o, h}}, {&n.o_bias}, q_dim, s.o_bias));
+    LLAISYS_ASSIGN_OR_RETURN(layer.gate_up, load.linear(i, n.gate_up, "", {{&n.gate, inter}, {&n.up, inter}},
+                                                        {&n.gate_bias, &n.up_bias}, h, s.mlp_bias));
+    LLAISYS_ASSIGN_OR_RETURN(layer.down, load.linear(i, "", "", {{&n.down, h}}, {&n.down_bias}, inter, s.mlp_bias));
+    w.bytes_per_decode_step += layer.qkv.bytes() + layer.o.bytes() + layer.gate_up.bytes() + layer.down.bytes();
     w.layers.push_back(std::move(layer));
   }
-  LLAISYS_ASSIGN_OR_RETURN(w.final_norm, load.vector_of("model.norm.weight", h));
-  if (c.tie_word_embeddings) {
-    w.lm_head = w.embed;
+  LLAISYS_ASSIGN_OR_RETURN(w.final_norm, load.vector(n.final_norm, 0, h, offset));
+  if (s.tie_word_embeddings) {
+    w.lm_head = ops::linear_weight_of(w.embed);
   } else {
-    LLAISYS_ASSIGN_OR_RETURN(w.lm_head, load.matrix_of("lm_head.weight", c.vocab_size, h));
+    LLAISYS_ASSIGN_OR_RETURN(ops::Tensor head, load.matrix(n.lm_head, s.vocab_size, h));
+    w.lm_head = ops::linear_weight_of(head);
   }
-  w.bytes_per_decode_step += matrix_bytes(w.lm_head);
+  w.bytes_per_decode_step += w.lm_head.bytes();
   return w;
 }
 

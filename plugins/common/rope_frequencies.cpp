@@ -5,15 +5,16 @@
 
 namespace llaisys::decoder {
 
-RopeFrequencies make_rope_frequencies(int32_t head_dim, double theta, const RopeScaling& scaling) {
-  RopeFrequencies f;
+ops::RopeFrequencies make_rope_frequencies(int32_t head_dim, const RopeSpec& rope) {
+  ops::RopeFrequencies f;
   const int32_t half = head_dim / 2;
   f.inv_freq.resize(static_cast<std::size_t>(half));
   for (int32_t i = 0; i < half; ++i) {
     // The same expression as cpu::rope_tables, so unscaled models keep their bits.
     f.inv_freq[static_cast<std::size_t>(i)] =
-        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+        std::pow(rope.theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
   }
+  const RopeScaling& scaling = rope.scaling;
   switch (scaling.kind) {
     case RopeScaling::Kind::none: break;
     case RopeScaling::Kind::linear: f.position_scale = scaling.factor; break;
@@ -36,19 +37,6 @@ RopeFrequencies make_rope_frequencies(int32_t head_dim, double theta, const Rope
     }
   }
   return f;
-}
-
-void fill_rope_tables(const RopeFrequencies& frequencies, const int32_t* positions, int64_t num_tokens,
-                      float* cos_table, float* sin_table) {
-  const auto half = static_cast<int64_t>(frequencies.inv_freq.size());
-  for (int64_t t = 0; t < num_tokens; ++t) {
-    const double position = static_cast<double>(positions[t]) / frequencies.position_scale;
-    for (int64_t i = 0; i < half; ++i) {
-      const double angle = position * frequencies.inv_freq[static_cast<std::size_t>(i)];
-      cos_table[t * half + i] = static_cast<float>(std::cos(angle));
-      sin_table[t * half + i] = static_cast<float>(std::sin(angle));
-    }
-  }
 }
 
 }  // namespace llaisys::decoder

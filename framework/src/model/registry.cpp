@@ -5,19 +5,14 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <fstream>
-#include <sstream>
-
-#include <boost/json.hpp>
 
 #include "llaisys/core/log.hpp"
+#include "llaisys/model/config_reader.hpp"
 
 namespace llaisys {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;
 
 // The table must be large enough to hold every member this host calls.
 constexpr std::size_t kRequiredTableSize = offsetof(llaisys_plugin, copy_blocks) + sizeof(void*);
@@ -215,41 +210,13 @@ Result<AnyModel> PluginRegistry::open_model(const ModelCreateParams& params) con
 }
 
 Result<std::vector<std::string>> read_architectures(const fs::path& model_dir) {
-  const fs::path config_path = model_dir / "config.json";
-  std::error_code ec;
-  const std::uintmax_t size = fs::file_size(config_path, ec);
-  if (ec) {
-    return make_error(ErrorCode::not_found, "'{}' is not a model directory: cannot read {}: {}",
-                      model_dir.string(), config_path.string(), ec.message());
+  LLAISYS_ASSIGN_OR_RETURN(ConfigReader config, ConfigReader::load(model_dir));
+  auto archs = config.strings("architectures");
+  if (!archs.ok() || archs->empty()) {
+    return make_error(ErrorCode::invalid_argument, "{}: missing \"architectures\" (a non-empty list of strings)",
+                      config.source());
   }
-  if (size > kMaxConfigBytes) {
-    return make_error(ErrorCode::parse_error, "{} is {} bytes, over the {} byte limit",
-                      config_path.string(), size, kMaxConfigBytes);
-  }
-  std::ifstream in(config_path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  boost::system::error_code json_ec;
-  boost::json::value config = boost::json::parse(text.str(), json_ec);
-  if (json_ec) {
-    return make_error(ErrorCode::parse_error, "{}: invalid JSON: {}", config_path.string(),
-                      json_ec.message());
-  }
-  const boost::json::object* object = config.if_object();
-  const boost::json::value* archs = object ? object->if_contains("architectures") : nullptr;
-  if (archs == nullptr || !archs->is_array() || archs->as_array().empty()) {
-    return make_error(ErrorCode::invalid_argument,
-                      "{}: missing \"architectures\" (a non-empty list of strings)", config_path.string());
-  }
-  std::vector<std::string> out;
-  for (const boost::json::value& arch : archs->as_array()) {
-    if (!arch.is_string()) {
-      return make_error(ErrorCode::invalid_argument, "{}: \"architectures\" must hold strings",
-                        config_path.string());
-    }
-    out.emplace_back(arch.as_string());
-  }
-  return out;
+  return std::move(archs).value();
 }
 
 fs::path default_plugin_dir() {

@@ -1,7 +1,7 @@
-// The qwen2 plugin on the CUDA path ({"device": "cuda"}, plugins/common/cuda_decoder.hpp) on the tiny
-// model: teacher-forced logits against llama.cpp's f32 reference (tests/data/tiny-qwen2), greedy
-// generation, a mixed batch against the CPU decoder; and, everywhere ([host]), what opening the CUDA
-// path says without a device.
+// The qwen2 plugin on the CUDA path ({"device": "cuda"}: the shared decoder over the ops' CUDA
+// branches) on the tiny model: teacher-forced logits against llama.cpp's f32 reference
+// (tests/data/tiny-qwen2), greedy generation, a mixed batch against the CPU decoder; and, everywhere
+// ([host]), what opening the CUDA path says without a device.
 //
 // Tolerance (docs/CUDA.md): every GEMM input is rounded to bf16 (relative 2^-8 per element), and by
 // default the KV cache too; through the tiny model's 3 layers this moves logits of magnitude ~10 by a

@@ -1,0 +1,44 @@
+#pragma once
+// Weights on a device: typed tensors, prepared once at load in the form the device's kernels read.
+//
+// A CPU model keeps its matrices where they are (views into the mapped or loaded safetensors files,
+// bf16/f16/f32: the kernels read each dtype exactly), so `owner` (the weight store) keeps the files
+// alive. A CUDA model uploads them as bf16 (f16/f32 rounded once). Vectors (norm weights, biases)
+// become f32 copies on the device. New weight types (quantized blocks) plug in here and at the ops
+// that read them, never in the decoder.
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "llaisys/ops/device_context.hpp"
+
+namespace llaisys::ops {
+
+// A [rows, cols] matrix for linear/embedding on the context's device. `host` lives on the CPU;
+// unsupported for a dtype the device's kernels cannot read (named).
+Result<Tensor> upload_matrix(DeviceContext& ctx, const TensorView& host, std::shared_ptr<const void> owner);
+// A [n] vector as f32 on the device, each element + add (Gemma's RMSNorm multiplies by 1 + w: add = 1,
+// computed in f32 as transformers does).
+Result<Tensor> upload_vector(DeviceContext& ctx, const TensorView& host, float add = 0.0f);
+
+// The weights of one linear op: y = x W^T + b, where W is the row-wise concatenation of `parts` (one
+// matrix, or q;k;v or gate;up read by one op) and b the concatenation of their biases. Each device
+// stores it its own way (the CPU keeps the parts and splits its threads over all of them; CUDA one
+// stacked matrix for one GEMM).
+struct LinearWeight {
+  std::vector<Tensor> parts;  // [N_i, K] each
+  Tensor bias;                // [N] f32, or empty
+  int64_t in_features = 0;    // K
+  int64_t out_features = 0;   // N = sum of N_i
+
+  uint64_t bytes() const;     // of the matrices (what a decode step reads)
+};
+
+// `matrices`: host views [N_i, K]; `biases`: empty, or one host view [N_i] per matrix.
+Result<LinearWeight> prepare_linear(DeviceContext& ctx, std::span<const TensorView> matrices,
+                                    std::span<const TensorView> biases, std::shared_ptr<const void> owner);
+// A weight already on the device (a tied lm head reading the embedding table), without bias.
+LinearWeight linear_weight_of(const Tensor& matrix);
+
+}  // namespace llaisys::ops

@@ -1,0 +1,17 @@
+// The CUDA device context in a build without the CUDA backend (nvcc not found, or
+// -DLLAISYS_ENABLE_CUDA=OFF): make_cuda_context explains; nothing else is reachable.
+
+#include "llaisys/ops/device_context.hpp"
+
+namespace llaisys::ops {
+
+bool cuda_backend_built() { return false; }
+
+Result<std::unique_ptr<DeviceContext>> make_cuda_context(int device) {
+  return make_error(ErrorCode::unsupported,
+                    "device cuda:{} requested, but this build of llaisys has no CUDA backend (configure where nvcc is "
+                    "found, without -DLLAISYS_ENABLE_CUDA=OFF; see docs/CUDA.md)",
+                    device);
+}
+
+}  // namespace llaisys::ops
