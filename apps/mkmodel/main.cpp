@@ -1,7 +1,9 @@
-// llaisys-mkmodel: writes a Qwen2 model directory with deterministic random weights
-// (tests/data/tiny-qwen2/WEIGHTS.md), for tests, benchmarks and the demo run. See README.md.
+// llaisys-mkmodel: writes a model directory with deterministic random weights, for tests, benchmarks
+// and the demo run: the Qwen2 shapes of tests/data/tiny-qwen2/WEIGHTS.md, and the tiny Qwen3,
+// Mistral and Gemma 2 models of tests/data/tiny-{qwen3,mistral,gemma2}/WEIGHTS.md. See README.md.
 //
-//   llaisys-mkmodel [--shape tiny|qwen2-0.5b|qwen2-7b] [--seed N] [--shards N] OUT_DIR
+//   llaisys-mkmodel [--shape tiny|qwen2-0.5b|qwen2-7b|tiny-qwen3|tiny-mistral|tiny-gemma2] [--seed N]
+//                   [--shards N] [--tokenizer-dir DIR | --no-tokenizer] [--force] OUT_DIR
 
 #include <chrono>
 #include <cstdio>
@@ -14,23 +16,27 @@
 
 int main(int argc, char** argv) {
   using namespace llaisys::mkmodel;
-  CLI::App app{"llaisys-mkmodel: write a Qwen2 model directory with deterministic random weights"};
+  CLI::App app{"llaisys-mkmodel: write a model directory (Qwen2, Qwen3, Mistral or Gemma 2) with deterministic "
+               "random weights"};
   std::string shape_name = "tiny";
   uint64_t seed = 0;
   int32_t shards = 1;
   std::string out_dir;
-  std::string tokenizer_dir = default_tokenizer_dir().string();
+  std::string tokenizer_dir;
   bool no_tokenizer = false;
   bool force = false;
-  app.add_option("--shape", shape_name, "model shape")
+  app.add_option("--shape", shape_name, "model shape (tiny: the tiny Qwen2)")
       ->check(CLI::IsMember(shape_names()))
       ->capture_default_str();
   app.add_option("--seed", seed, "seed mixed into every tensor's values")->capture_default_str();
   app.add_option("--shards", shards, "number of safetensors files (>1 adds model.safetensors.index.json)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--tokenizer-dir", tokenizer_dir, "where tokenizer.json and tokenizer_config.json come from")
-      ->capture_default_str();
+  app.add_option("--tokenizer-dir", tokenizer_dir,
+                 fmt::format("where tokenizer.json and tokenizer_config.json come from (default: the shape's, {} "
+                             "or {} for tiny-mistral and tiny-gemma2)",
+                             default_tokenizer_dir(*find_shape("tiny")).string(),
+                             default_tokenizer_dir(*find_shape("tiny-mistral")).string()));
   app.add_flag("--no-tokenizer", no_tokenizer, "write no tokenizer files");
   app.add_flag("--force", force, "replace OUT_DIR if it exists");
   app.add_option("OUT_DIR", out_dir, "model directory to create")->required();
@@ -41,6 +47,7 @@ int main(int argc, char** argv) {
   }
   llaisys::app::init_logging("warn");
   const auto shape = find_shape(shape_name);
+  if (tokenizer_dir.empty()) tokenizer_dir = default_tokenizer_dir(*shape).string();
   const auto start = std::chrono::steady_clock::now();
   const llaisys::Status status =
       write_model(out_dir, {.shape = *shape,

@@ -1,31 +1,60 @@
 #include "model_shape.hpp"
 
-#include <cmath>
-
-#include <fmt/format.h>
+#include "architectures.hpp"
 
 namespace llaisys::mkmodel {
+namespace {
+
+// Every shape mkmodel writes. The Qwen2 shapes follow tests/data/tiny-qwen2/WEIGHTS.md; each tiny-*
+// shape is the model its fixture's WEIGHTS.md defines (tests/data/<name>/).
+const std::vector<ModelShape>& shapes() {
+  static const std::vector<ModelShape> all = {
+      ModelShape{.name = "tiny", .architecture = Architecture::qwen2, .vocab_size = 151936, .hidden_size = 256,
+                 .intermediate_size = 512, .num_layers = 3, .num_heads = 4, .num_kv_heads = 2, .head_dim = 64,
+                 .max_position_embeddings = 32768, .tie_word_embeddings = false},
+      ModelShape{.name = "qwen2-0.5b", .architecture = Architecture::qwen2, .vocab_size = 151936,
+                 .hidden_size = 896, .intermediate_size = 4864, .num_layers = 24, .num_heads = 14,
+                 .num_kv_heads = 2, .head_dim = 64, .max_position_embeddings = 32768, .tie_word_embeddings = true},
+      ModelShape{.name = "qwen2-7b", .architecture = Architecture::qwen2, .vocab_size = 152064,
+                 .hidden_size = 3584, .intermediate_size = 18944, .num_layers = 28, .num_heads = 28,
+                 .num_kv_heads = 4, .head_dim = 128, .max_position_embeddings = 131072,
+                 .tie_word_embeddings = false},
+      // head_dim 64 with 8 query heads: the attention width (512) is not hidden_size.
+      ModelShape{.name = "tiny-qwen3", .architecture = Architecture::qwen3, .vocab_size = 151936,
+                 .hidden_size = 256, .intermediate_size = 512, .num_layers = 3, .num_heads = 8, .num_kv_heads = 2,
+                 .head_dim = 64, .max_position_embeddings = 40960, .tie_word_embeddings = false},
+      ModelShape{.name = "tiny-mistral", .architecture = Architecture::mistral, .vocab_size = 512,
+                 .hidden_size = 256, .intermediate_size = 512, .num_layers = 3, .num_heads = 4, .num_kv_heads = 2,
+                 .head_dim = 64, .max_position_embeddings = 2048, .sliding_window = 16,
+                 .tie_word_embeddings = false, .tokenizer = "stories260K-tokenizer"},
+      ModelShape{.name = "tiny-gemma2", .architecture = Architecture::gemma2, .vocab_size = 512,
+                 .hidden_size = 256, .intermediate_size = 512, .num_layers = 4, .num_heads = 4, .num_kv_heads = 2,
+                 .head_dim = 64, .max_position_embeddings = 2048, .sliding_window = 32,
+                 .tie_word_embeddings = true, .tokenizer = "stories260K-tokenizer"},
+  };
+  return all;
+}
+
+}  // namespace
 
 std::optional<ModelShape> find_shape(std::string_view name) {
-  if (name == "tiny") {
-    return ModelShape{.name = "tiny", .vocab_size = 151936, .hidden_size = 256, .intermediate_size = 512,
-                      .num_layers = 3, .num_heads = 4, .num_kv_heads = 2, .head_dim = 64,
-                      .max_position_embeddings = 32768, .tie_word_embeddings = false};
-  }
-  if (name == "qwen2-0.5b") {
-    return ModelShape{.name = "qwen2-0.5b", .vocab_size = 151936, .hidden_size = 896,
-                      .intermediate_size = 4864, .num_layers = 24, .num_heads = 14, .num_kv_heads = 2,
-                      .head_dim = 64, .max_position_embeddings = 32768, .tie_word_embeddings = true};
-  }
-  if (name == "qwen2-7b") {
-    return ModelShape{.name = "qwen2-7b", .vocab_size = 152064, .hidden_size = 3584,
-                      .intermediate_size = 18944, .num_layers = 28, .num_heads = 28, .num_kv_heads = 4,
-                      .head_dim = 128, .max_position_embeddings = 131072, .tie_word_embeddings = false};
+  for (const ModelShape& shape : shapes()) {
+    if (shape.name == name) return shape;
   }
   return std::nullopt;
 }
 
-std::vector<std::string> shape_names() { return {"tiny", "qwen2-0.5b", "qwen2-7b"}; }
+std::vector<std::string> shape_names() {
+  std::vector<std::string> names;
+  for (const ModelShape& shape : shapes()) names.push_back(shape.name);
+  return names;
+}
+
+std::string json_string_array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "\n    \"" : ",\n    \"") + items[i] + "\"";
+  return out + "\n  ]";
+}
 
 uint64_t TensorSpec::numel() const {
   uint64_t n = 1;
@@ -33,84 +62,34 @@ uint64_t TensorSpec::numel() const {
   return n;
 }
 
-std::vector<TensorSpec> tensor_specs(const ModelShape& s) {
-  const int64_t h = s.hidden_size;
-  const int64_t i = s.intermediate_size;
-  const int64_t q_dim = s.num_heads * s.head_dim;
-  const int64_t kv_dim = s.num_kv_heads * s.head_dim;
-  const double in_scale = std::sqrt(3.0 / static_cast<double>(h));
-  const double o_scale = 0.5 * std::sqrt(3.0 / static_cast<double>(q_dim));
-  const double down_scale = 0.5 * std::sqrt(3.0 / static_cast<double>(i));
-  std::vector<TensorSpec> specs;
-  specs.push_back({"model.embed_tokens.weight", {s.vocab_size, h}, 0.5, 0.0});
-  for (int64_t layer = 0; layer < s.num_layers; ++layer) {
-    const std::string p = fmt::format("model.layers.{}.", layer);
-    specs.push_back({p + "input_layernorm.weight", {h}, 0.1, 1.0});
-    specs.push_back({p + "self_attn.q_proj.weight", {q_dim, h}, in_scale, 0.0});
-    specs.push_back({p + "self_attn.q_proj.bias", {q_dim}, 0.1, 0.0});
-    specs.push_back({p + "self_attn.k_proj.weight", {kv_dim, h}, in_scale, 0.0});
-    specs.push_back({p + "self_attn.k_proj.bias", {kv_dim}, 0.1, 0.0});
-    specs.push_back({p + "self_attn.v_proj.weight", {kv_dim, h}, in_scale, 0.0});
-    specs.push_back({p + "self_attn.v_proj.bias", {kv_dim}, 0.1, 0.0});
-    specs.push_back({p + "self_attn.o_proj.weight", {h, q_dim}, o_scale, 0.0});
-    specs.push_back({p + "post_attention_layernorm.weight", {h}, 0.1, 1.0});
-    specs.push_back({p + "mlp.gate_proj.weight", {i, h}, in_scale, 0.0});
-    specs.push_back({p + "mlp.up_proj.weight", {i, h}, in_scale, 0.0});
-    specs.push_back({p + "mlp.down_proj.weight", {h, i}, down_scale, 0.0});
+std::vector<TensorSpec> tensor_specs(const ModelShape& shape) {
+  switch (shape.architecture) {
+    case Architecture::qwen2: return qwen2_tensors(shape);
+    case Architecture::qwen3: return qwen3_tensors(shape);
+    case Architecture::mistral: return mistral_tensors(shape);
+    case Architecture::gemma2: return gemma2_tensors(shape);
   }
-  specs.push_back({"model.norm.weight", {h}, 0.1, 1.0});
-  if (!s.tie_word_embeddings) specs.push_back({"lm_head.weight", {s.vocab_size, h}, 4.0 * in_scale, 0.0});
-  return specs;
+  return {};
 }
 
-std::string config_json(const ModelShape& s) {
-  return fmt::format(
-      R"({{
-  "hidden_size": {},
-  "intermediate_size": {},
-  "num_hidden_layers": {},
-  "num_attention_heads": {},
-  "num_key_value_heads": {},
-  "architectures": [
-    "Qwen2ForCausalLM"
-  ],
-  "model_type": "qwen2",
-  "vocab_size": {},
-  "max_position_embeddings": {},
-  "rope_theta": 1000000.0,
-  "rms_norm_eps": 1e-06,
-  "hidden_act": "silu",
-  "tie_word_embeddings": {},
-  "torch_dtype": "bfloat16",
-  "bos_token_id": 151643,
-  "eos_token_id": 151645,
-  "use_sliding_window": false,
-  "sliding_window": {},
-  "max_window_layers": {},
-  "attention_dropout": 0.0,
-  "initializer_range": 0.02,
-  "use_cache": true
-}}
-)",
-      s.hidden_size, s.intermediate_size, s.num_layers, s.num_heads, s.num_kv_heads, s.vocab_size,
-      s.max_position_embeddings, s.tie_word_embeddings, s.max_position_embeddings, s.num_layers);
+std::string config_json(const ModelShape& shape) {
+  switch (shape.architecture) {
+    case Architecture::qwen2: return qwen2_config_json(shape);
+    case Architecture::qwen3: return qwen3_config_json(shape);
+    case Architecture::mistral: return mistral_config_json(shape);
+    case Architecture::gemma2: return gemma2_config_json(shape);
+  }
+  return {};
 }
 
-std::string generation_config_json() {
-  return R"({
-  "bos_token_id": 151643,
-  "eos_token_id": [
-    151645,
-    151643
-  ],
-  "pad_token_id": 151643,
-  "do_sample": true,
-  "temperature": 0.7,
-  "top_p": 0.8,
-  "top_k": 20,
-  "repetition_penalty": 1.05
-}
-)";
+std::string generation_config_json(const ModelShape& shape) {
+  switch (shape.architecture) {
+    case Architecture::qwen2: return qwen2_generation_config_json();
+    case Architecture::qwen3: return qwen3_generation_config_json();
+    case Architecture::mistral: return mistral_generation_config_json();
+    case Architecture::gemma2: return gemma2_generation_config_json();
+  }
+  return {};
 }
 
 }  // namespace llaisys::mkmodel

@@ -108,11 +108,11 @@ Status write_weights(const fs::path& dir, const WriteOptions& options) {
 
 }  // namespace
 
-fs::path default_tokenizer_dir() {
+fs::path default_tokenizer_dir(const ModelShape& shape) {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return fs::path("share/llaisys/qwen2-tokenizer");
-  return (exe.parent_path() / ".." / "share" / "llaisys" / "qwen2-tokenizer").lexically_normal();
+  if (ec) return fs::path("share/llaisys") / shape.tokenizer;
+  return (exe.parent_path() / ".." / "share" / "llaisys" / shape.tokenizer).lexically_normal();
 }
 
 Status write_model(const fs::path& requested_dir, const WriteOptions& options) {
@@ -155,7 +155,7 @@ Status write_model(const fs::path& requested_dir, const WriteOptions& options) {
   }
   Status status = [&]() -> Status {
     LLAISYS_RETURN_IF_ERROR(write_text(partial / "config.json", config_json(options.shape)));
-    LLAISYS_RETURN_IF_ERROR(write_text(partial / "generation_config.json", generation_config_json()));
+    LLAISYS_RETURN_IF_ERROR(write_text(partial / "generation_config.json", generation_config_json(options.shape)));
     if (!options.tokenizer_dir.empty()) {
       for (const std::string& name : tokenizer_files) {
         std::error_code copy_ec;

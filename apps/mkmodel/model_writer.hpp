@@ -22,7 +22,8 @@ struct WriteOptions {
 // leaves something that looks like a model. Fails if `out_dir` exists (unless `overwrite`).
 Status write_model(const std::filesystem::path& out_dir, const WriteOptions& options);
 
-// The default tokenizer directory for an executable: <exe_dir>/../share/llaisys/qwen2-tokenizer.
-std::filesystem::path default_tokenizer_dir();
+// The default tokenizer directory of `shape` for an executable: <exe_dir>/../share/llaisys/<shape.tokenizer>
+// (qwen2-tokenizer, or stories260K-tokenizer for tiny-mistral and tiny-gemma2).
+std::filesystem::path default_tokenizer_dir(const ModelShape& shape);
 
 }  // namespace llaisys::mkmodel

@@ -1,6 +1,6 @@
 #pragma once
-// The tiny Qwen2 model (tests/data/tiny-qwen2/WEIGHTS.md), generated once per test process with the
-// llaisys-mkmodel library into a temporary directory, and helpers to run it through the plugin.
+// The tiny Qwen2 model (tests/data/tiny-qwen2/WEIGHTS.md, mkmodel shape "tiny"), generated once per
+// test process (tests/support/generated_model.hpp), and how to run it through the qwen2 plugin.
 
 #include <filesystem>
 #include <string>
