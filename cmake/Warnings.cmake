@@ -10,6 +10,8 @@ if(LLAISYS_WERROR)
   target_compile_options(llaisys_warnings INTERFACE $<$<COMPILE_LANGUAGE:CXX,C>:-Werror>)
 endif()
 
+# BUILD_INTERFACE: an installed static library lists its private links too (cmake/Install.cmake);
+# the warning level stays in the tree.
 function(llaisys_warnings target)
-  target_link_libraries(${target} PRIVATE llaisys_warnings)
+  target_link_libraries(${target} PRIVATE $<BUILD_INTERFACE:llaisys_warnings>)
 endfunction()
