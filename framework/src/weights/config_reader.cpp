@@ -1,7 +1,6 @@
 #include "llaisys/model/config_reader.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <set>
 
 #include <boost/json.hpp>
@@ -21,42 +20,16 @@ struct ConfigReader::Impl {
 namespace {
 
 Result<json::object> parse_object(std::string_view text, std::string_view source) {
-  weights::StrictJsonError error;
-  json::value value = weights::parse_strict_json(text, error);
-  if (error.kind == weights::StrictJsonError::Kind::syntax) {
-    return make_error(ErrorCode::parse_error, "{}: invalid JSON: {}", source, error.message);
-  }
-  if (error.kind == weights::StrictJsonError::Kind::duplicate_key) {
-    return make_error(ErrorCode::parse_error, "{}: duplicate key '{}'", source, error.duplicate.key);
-  }
+  LLAISYS_ASSIGN_OR_RETURN(json::value value, weights::parse_json_text(text, source));
   if (!value.is_object()) return make_error(ErrorCode::parse_error, "{}: expected a JSON object", source);
   return std::move(value.as_object());
 }
 
-// At most `max_bytes` of a regular file (a FIFO or device would block or never end).
-Result<std::string> read_small_file(const std::filesystem::path& path, std::size_t max_bytes) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) {
-    return make_error(ErrorCode::not_found, "cannot read {}: {}", path.string(),
-                      ec ? ec.message() : std::string("no such file"));
-  }
-  if (!std::filesystem::is_regular_file(status)) {
-    return make_error(ErrorCode::not_found, "cannot read {}: not a regular file", path.string());
-  }
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) return make_error(ErrorCode::not_found, "cannot read {}: {}", path.string(), ec.message());
-  if (size > max_bytes) {
-    return make_error(ErrorCode::parse_error, "{} is {} bytes, over the {} byte limit", path.string(), size,
-                      max_bytes);
-  }
-  std::string text(static_cast<std::size_t>(size), '\0');
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) return make_error(ErrorCode::io_error, "cannot open {}", path.string());
-  const std::size_t got = std::fread(text.data(), 1, text.size(), file);
-  std::fclose(file);
-  if (got != text.size()) return make_error(ErrorCode::io_error, "cannot read {}", path.string());
-  return text;
+// A file's JSON object: read_json_file's rules (a regular file, at most kMaxFileBytes, strict JSON).
+Result<json::object> read_object(const std::filesystem::path& path) {
+  LLAISYS_ASSIGN_OR_RETURN(json::value value, weights::read_json_file(path.string(), ConfigReader::kMaxFileBytes));
+  if (!value.is_object()) return make_error(ErrorCode::parse_error, "{}: expected a JSON object", path.string());
+  return std::move(value.as_object());
 }
 
 }  // namespace
@@ -76,38 +49,42 @@ ConfigReader& ConfigReader::operator=(const ConfigReader& other) {
   return *this;
 }
 
+ConfigReader ConfigReader::from(json::object object, std::string source) {
+  auto impl = std::make_shared<Impl>();
+  impl->object = std::move(object);
+  impl->source = std::move(source);
+  return ConfigReader(std::move(impl));
+}
+
 Result<ConfigReader> ConfigReader::parse(std::string_view config_json,
                                          std::optional<std::string_view> generation_config_json, std::string source) {
-  auto impl = std::make_shared<Impl>();
-  LLAISYS_ASSIGN_OR_RETURN(impl->object, parse_object(config_json, source));
-  impl->source = source;
-  ConfigReader reader(std::move(impl));
+  LLAISYS_ASSIGN_OR_RETURN(json::object config, parse_object(config_json, source));
+  ConfigReader reader = from(std::move(config), source);
   if (generation_config_json) {
-    auto gen = std::make_shared<Impl>();
-    gen->source = fmt::format("{} (generation_config.json)", source);
-    LLAISYS_ASSIGN_OR_RETURN(gen->object, parse_object(*generation_config_json, gen->source));
-    reader.generation_ = std::unique_ptr<ConfigReader>(new ConfigReader(std::move(gen)));
+    const std::string gen_source = fmt::format("{} (generation_config.json)", source);
+    LLAISYS_ASSIGN_OR_RETURN(json::object generation, parse_object(*generation_config_json, gen_source));
+    reader.generation_ = std::make_unique<ConfigReader>(from(std::move(generation), gen_source));
   }
   return reader;
 }
 
 Result<ConfigReader> ConfigReader::load(const std::filesystem::path& model_dir) {
   const std::filesystem::path config_path = model_dir / "config.json";
-  auto config = read_small_file(config_path, kMaxFileBytes);
+  auto config = read_object(config_path);
   if (!config.ok()) {
     if (config.status().code() != ErrorCode::not_found) return config.status();
     return make_error(ErrorCode::not_found, "'{}' is not a model directory: {}", model_dir.string(),
                       config.status().message());
   }
+  ConfigReader reader = from(std::move(config).value(), config_path.string());
   const std::filesystem::path gen_path = model_dir / "generation_config.json";
-  std::optional<std::string> generation;
   std::error_code ec;
   if (std::filesystem::exists(gen_path, ec)) {
-    LLAISYS_ASSIGN_OR_RETURN(std::string text, read_small_file(gen_path, kMaxFileBytes));
-    generation = std::move(text);
+    LLAISYS_ASSIGN_OR_RETURN(json::object generation, read_object(gen_path));
+    reader.generation_ = std::make_unique<ConfigReader>(
+        from(std::move(generation), fmt::format("{} (generation_config.json)", config_path.string())));
   }
-  return parse(*config, generation ? std::optional<std::string_view>(*generation) : std::nullopt,
-               config_path.string());
+  return reader;
 }
 
 const std::string& ConfigReader::source() const { return impl_->source; }
@@ -256,10 +233,7 @@ Result<std::optional<ConfigReader>> ConfigReader::object(std::string_view key) c
     return make_error(ErrorCode::invalid_argument, "{}: \"{}\" must be an object or null, got {}", source(), key,
                       json::serialize(*v));
   }
-  auto impl = std::make_shared<Impl>();
-  impl->object = v->as_object();
-  impl->source = fmt::format("{}: {}", source(), key);
-  return std::optional<ConfigReader>(ConfigReader(std::move(impl)));
+  return std::optional<ConfigReader>(from(v->as_object(), fmt::format("{}: {}", source(), key)));
 }
 
 const ConfigReader* ConfigReader::generation() const { return generation_.get(); }

@@ -1,5 +1,6 @@
 #include "strict_json.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -100,7 +101,28 @@ json::value parse_strict_json(std::string_view text, StrictJsonError& error) {
   return value;
 }
 
+Result<json::value> parse_json_text(std::string_view text, std::string_view source) {
+  StrictJsonError error;
+  json::value value = parse_strict_json(text, error);
+  switch (error.kind) {
+    case StrictJsonError::Kind::none: return value;
+    case StrictJsonError::Kind::syntax:
+      return make_error(ErrorCode::parse_error, "{}: invalid JSON: {}", source, error.message);
+    case StrictJsonError::Kind::duplicate_key:
+      return make_error(ErrorCode::parse_error, "{}: duplicate key '{}'", source, error.duplicate.key);
+  }
+  return Status(ErrorCode::internal, "unreachable");
+}
+
 Result<json::value> read_json_file(const std::string& path, std::size_t max_bytes) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    return make_error(ErrorCode::not_found, "cannot open {}: {}", path, ec ? ec.message() : "no such file");
+  }
+  if (!std::filesystem::is_regular_file(status)) {
+    return make_error(ErrorCode::not_found, "cannot read {}: not a regular file", path);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(ErrorCode::not_found, "cannot open {}", path);
   std::string text;
@@ -112,16 +134,7 @@ Result<json::value> read_json_file(const std::string& path, std::size_t max_byte
     }
   }
   if (in.bad()) return make_error(ErrorCode::io_error, "cannot read {}", path);
-  StrictJsonError error;
-  json::value value = parse_strict_json(text, error);
-  switch (error.kind) {
-    case StrictJsonError::Kind::none: return value;
-    case StrictJsonError::Kind::syntax:
-      return make_error(ErrorCode::parse_error, "{}: invalid JSON: {}", path, error.message);
-    case StrictJsonError::Kind::duplicate_key:
-      return make_error(ErrorCode::parse_error, "{}: duplicate key '{}'", path, error.duplicate.key);
-  }
-  return Status(ErrorCode::internal, "unreachable");
+  return parse_json_text(text, path);
 }
 
 }  // namespace llaisys::weights

@@ -25,8 +25,13 @@ struct StrictJsonError {
 // Parses `text` as one JSON document. On failure returns a null value and fills `error`.
 boost::json::value parse_strict_json(std::string_view text, StrictJsonError& error);
 
-// Reads and parses a JSON file of at most `max_bytes`; errors name the file (not_found, io_error,
-// parse_error with "invalid JSON" or "duplicate key").
+// parse_strict_json with its errors as a Status naming `source`: parse_error with "invalid JSON" or
+// "duplicate key".
+Result<boost::json::value> parse_json_text(std::string_view text, std::string_view source);
+
+// Reads and parses a regular JSON file of at most `max_bytes`; errors name the file (not_found, also
+// for something that is not a regular file: a FIFO would block the read; io_error; parse_error with
+// "byte limit", "invalid JSON" or "duplicate key").
 Result<boost::json::value> read_json_file(const std::string& path, std::size_t max_bytes);
 
 }  // namespace llaisys::weights

@@ -21,6 +21,10 @@
 
 #include "llaisys/core/status.hpp"
 
+namespace boost::json {
+class object;
+}
+
 namespace llaisys {
 
 class ConfigReader {
@@ -87,6 +91,7 @@ class ConfigReader {
  private:
   struct Impl;
   explicit ConfigReader(std::shared_ptr<const Impl> impl);
+  static ConfigReader from(boost::json::object object, std::string source);
   std::shared_ptr<const Impl> impl_;
   std::unique_ptr<ConfigReader> generation_;
 };
