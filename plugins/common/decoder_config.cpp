@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include <boost/json.hpp>
+
 #include "llaisys/core/log.hpp"
 
 namespace llaisys::decoder {
@@ -227,7 +229,7 @@ Status finish_config(const ConfigReader& config, const DecoderSpec& spec) {
       if (!config.contains(key) || is_neutral(config, key)) continue;  // not set
       return config.unsupported(key, fmt::format("{} does not implement it", spec.architecture));
     }
-    unknown.push_back(key);
+    unknown.push_back(boost::json::serialize(boost::json::string(key)));  // quoted, control bytes escaped
   }
   if (!unknown.empty()) {
     log::warn("{}: {} ignores these keys it does not know: {} (if they change the model, its output will differ)",
