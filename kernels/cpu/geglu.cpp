@@ -1,5 +1,6 @@
 #include "geglu.hpp"
 
+#include "gated_rows.hpp"
 #include "simd.hpp"
 
 namespace llaisys::cpu {
@@ -48,25 +49,8 @@ LLAISYS_TARGET_AVX512 void row_avx512(const float* g, const float* u, int64_t n,
 
 void geglu_tanh(const CpuContext& ctx, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
                 int64_t num_rows, int64_t width, float* out, int64_t out_stride) {
-  auto rows = [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* g = gate + r * gate_stride;
-      const float* u = up + r * up_stride;
-      float* o = out + r * out_stride;
-      if (ctx.isa == Isa::avx512) {
-        row_avx512(g, u, width, o);
-      } else if (ctx.isa == Isa::avx2) {
-        row_avx2(g, u, width, o);
-      } else {
-        row_scalar(g, u, width, o);
-      }
-    }
-  };
-  if (num_rows * width < 16384) {
-    rows(0, num_rows);
-  } else {
-    ctx.pool->parallel_for(num_rows, 1, rows, 32 * width);  // tanh: ~25 operations
-  }
+  gated_rows(ctx, {.scalar = &row_scalar, .avx2 = &row_avx2, .avx512 = &row_avx512}, gate, gate_stride, up, up_stride,
+             num_rows, width, out, out_stride, 32);  // tanh: ~25 operations
 }
 
 }  // namespace llaisys::cpu

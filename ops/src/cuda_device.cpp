@@ -13,8 +13,6 @@
 
 namespace llaisys::ops {
 
-bool cuda_backend_built() { return true; }
-
 Result<std::unique_ptr<DeviceContext>> make_cuda_context(int device) {
   LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> ctx, CudaDevice::open(device));
   return std::unique_ptr<DeviceContext>(std::move(ctx));

@@ -5,8 +5,6 @@
 
 namespace llaisys::ops {
 
-bool cuda_backend_built() { return false; }
-
 Result<std::unique_ptr<DeviceContext>> make_cuda_context(int device) {
   return make_error(ErrorCode::unsupported,
                     "device cuda:{} requested, but this build of llaisys has no CUDA backend (configure where nvcc is "

@@ -108,7 +108,5 @@ Result<std::unique_ptr<DeviceContext>> make_cpu_context(const CpuOptions& option
 
 // unsupported when this build has no CUDA backend, no device is visible or `device` is out of range.
 Result<std::unique_ptr<DeviceContext>> make_cuda_context(int device);
-// Whether this build has the CUDA backend compiled in.
-bool cuda_backend_built();
 
 }  // namespace llaisys::ops
