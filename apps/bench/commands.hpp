@@ -17,6 +17,9 @@ void add_model_command(CLI::App& app, int& exit_code);
 // the prefix cache (bench_engine.cpp).
 void add_engine_command(CLI::App& app, int& exit_code);
 
+// The prefix cache: microseconds per evict(1) at 1k, 10k and 100k cached blocks (bench_kv.cpp).
+void add_kv_command(CLI::App& app, int& exit_code);
+
 // The CUDA path: D2D copy bandwidth, single-sequence decode efficiency, the 256-sequence workload
 // (bench_cuda.cpp; registered only in builds with the CUDA backend).
 void add_cuda_command(CLI::App& app, int& exit_code);

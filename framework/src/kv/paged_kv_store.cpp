@@ -64,6 +64,7 @@ int32_t PagedKVStore::match_prefix(SeqId seq, std::span<const TokenId> tokens,
     return num_cached_tokens(seq);
   }
   SeqBlocks& s = seqs_[seq];
+  if (step_) step_->registered.push_back(seq);
   if (!cache_) return 0;
   const int32_t max_blocks = std::min(
       std::max<int32_t>(static_cast<int32_t>(tokens.size()) - 1, 0) / block_size(), max_cached_blocks());
@@ -116,14 +117,17 @@ Status PagedKVStore::append(SeqId seq, int32_t num_tokens, std::vector<BlockCopy
     return make_error(ErrorCode::out_of_memory, "kv: {} more blocks needed, {} available", needed,
                       num_available_blocks());
   }
+  if (step_ && std::ranges::find(step_->appended, seq, &AppendMark::seq) == step_->appended.end()) {
+    step_->appended.push_back({.seq = seq, .num_tokens_before = s->num_tokens});
+  }
   auto next = fresh.begin();
   if (s->num_tokens % block_size() != 0) {
     const auto index = static_cast<std::size_t>(s->num_tokens / block_size());
     BlockId& last = s->blocks[index];
     if (shared(last)) {  // shared with a sibling: copy before writing
       copies.push_back({.src = last, .dst = *next});
-      if (in_step_) {
-        pending_copies_.push_back({.seq = seq, .index = index, .original = last});  // keeps the reference
+      if (step_) {
+        step_->copies.push_back({.seq = seq, .index = index, .original = last});  // keeps the reference
       } else {
         pool_->release(last);
       }
@@ -137,33 +141,84 @@ Status PagedKVStore::append(SeqId seq, int32_t num_tokens, std::vector<BlockCopy
 
 bool PagedKVStore::shared(BlockId block) const {
   int32_t refs = pool_->ref_count(block);
-  for (const PendingCopy& p : pending_copies_) refs -= p.original == block ? 1 : 0;
+  if (step_) {
+    for (const PendingCopy& p : step_->copies) refs -= p.original == block ? 1 : 0;
+  }
   return refs > 1;
 }
 
-void PagedKVStore::begin_step() {
-  keep_copies();
-  in_step_ = true;
+PagedKVStore::Step PagedKVStore::begin_step() {
+  if (step_) {
+    assert(false && "a KV step is already open");
+    log::error("kv: begin_step while a step is open; the new step belongs to the open one");
+    return Step(nullptr);
+  }
+  step_.emplace();
+  return Step(this);
 }
 
-void PagedKVStore::keep_copies() {
-  for (const PendingCopy& p : pending_copies_) pool_->release(p.original);
-  pending_copies_.clear();
-  in_step_ = false;
+PagedKVStore::Step::~Step() {
+  if (kv_ != nullptr) kv_->roll_back_step();
 }
 
-void PagedKVStore::undo_copies() {
-  for (auto p = pending_copies_.rbegin(); p != pending_copies_.rend(); ++p) {
+PagedKVStore::Step& PagedKVStore::Step::operator=(Step&& other) noexcept {
+  if (this != &other) {
+    if (kv_ != nullptr) kv_->roll_back_step();
+    kv_ = std::exchange(other.kv_, nullptr);
+  }
+  return *this;
+}
+
+void PagedKVStore::Step::commit() {
+  if (kv_ != nullptr) std::exchange(kv_, nullptr)->commit_step();
+}
+
+void PagedKVStore::commit_step() {
+  for (const PendingCopy& p : step_->copies) pool_->release(p.original);
+  step_.reset();
+}
+
+void PagedKVStore::roll_back_step() {
+  StepLog undo = std::move(*step_);
+  step_.reset();  // what follows are plain operations, recorded by no step
+  // Copies first: each sits inside the table as it was at the start (or as a registered sequence
+  // left it), so the entries exist until the truncation below.
+  for (auto p = undo.copies.rbegin(); p != undo.copies.rend(); ++p) {
     SeqBlocks* s = find(p->seq);
     if (s != nullptr && p->index < s->blocks.size()) {
       pool_->release(s->blocks[p->index]);
       s->blocks[p->index] = p->original;
     } else {
-      pool_->release(p->original);  // the sequence (or that block) is gone
+      pool_->release(p->original);  // cannot happen: settle() resolves a sequence's copies first
     }
   }
-  pending_copies_.clear();
-  in_step_ = false;
+  for (const AppendMark& mark : undo.appended) {
+    SeqBlocks* s = find(mark.seq);
+    if (s == nullptr) continue;
+    const auto keep_blocks = static_cast<std::size_t>(blocks_for(mark.num_tokens_before));
+    for (std::size_t b = keep_blocks; b < s->blocks.size(); ++b) pool_->release(s->blocks[b]);
+    s->blocks.resize(keep_blocks);
+    s->num_tokens = mark.num_tokens_before;
+  }
+  for (auto seq = undo.registered.rbegin(); seq != undo.registered.rend(); ++seq) free(*seq);
+}
+
+void PagedKVStore::settle(SeqId seq) {
+  if (!step_) return;
+  std::erase_if(step_->copies, [&](const PendingCopy& p) {
+    if (p.seq != seq) return false;
+    pool_->release(p.original);
+    return true;
+  });
+  std::erase_if(step_->appended, [&](const AppendMark& mark) { return mark.seq == seq; });
+  std::erase(step_->registered, seq);
+}
+
+void PagedKVStore::refuse_in_step(const char* operation, SeqId seq) {
+  if (!step_) return;
+  assert(false && "truncate, commit or release_outside_window inside a KV step");
+  log::error("kv: {} of sequence {} inside a step; the step will not roll that sequence back", operation, seq);
+  settle(seq);
 }
 
 Status PagedKVStore::fork(SeqId parent, SeqId child) {
@@ -176,26 +231,32 @@ Status PagedKVStore::fork(SeqId parent, SeqId child) {
   }
   if (cache_) cache_->lock(copy.node);
   seqs_.emplace(child, std::move(copy));
+  if (step_) step_->registered.push_back(child);
   return Status();
 }
 
 void PagedKVStore::commit(SeqId seq, std::span<const TokenId> computed_tokens) {
-  SeqBlocks* s = find(seq);
+  refuse_in_step("commit", seq);
+  if (SeqBlocks* s = find(seq)) commit_computed(*s, computed_tokens);
+}
+
+void PagedKVStore::commit_computed(SeqBlocks& s, std::span<const TokenId> computed_tokens) {
   // A sequence with released blocks has holes: the tree holds whole paths only.
-  if (s == nullptr || !cache_ || s->num_released_blocks > 0) return;
-  const auto computed = std::min<int32_t>(static_cast<int32_t>(computed_tokens.size()), s->num_tokens);
+  if (!cache_ || s.num_released_blocks > 0) return;
+  const auto computed = std::min<int32_t>(static_cast<int32_t>(computed_tokens.size()), s.num_tokens);
   const int32_t full_blocks = std::min(computed / block_size(), max_cached_blocks());
-  if (full_blocks <= s->num_cached_blocks) return;
+  if (full_blocks <= s.num_cached_blocks) return;
   RadixNode* node = cache_->insert(
-      s->node, computed_tokens.first(static_cast<std::size_t>(full_blocks * block_size())),
-      std::span<BlockId>(s->blocks).first(static_cast<std::size_t>(full_blocks)));
+      s.node, computed_tokens.first(static_cast<std::size_t>(full_blocks * block_size())),
+      std::span<BlockId>(s.blocks).first(static_cast<std::size_t>(full_blocks)));
   cache_->lock(node);
-  cache_->unlock(s->node);
-  s->node = node;
-  s->num_cached_blocks = RadixCache::depth(node);
+  cache_->unlock(s.node);
+  s.node = node;
+  s.num_cached_blocks = RadixCache::depth(node);
 }
 
 int32_t PagedKVStore::truncate(SeqId seq, int32_t num_tokens) {
+  refuse_in_step("truncate", seq);
   SeqBlocks* s = find(seq);
   if (s == nullptr) return 0;
   int32_t keep = std::clamp(num_tokens, 0, s->num_tokens);
@@ -224,13 +285,15 @@ int32_t PagedKVStore::truncate(SeqId seq, int32_t num_tokens) {
 }
 
 void PagedKVStore::release(SeqId seq, std::span<const TokenId> computed_tokens) {
-  commit(seq, computed_tokens);
+  settle(seq);  // released sequences stay released: a rollback does not bring them back
+  if (SeqBlocks* s = find(seq)) commit_computed(*s, computed_tokens);
   free(seq);
 }
 
 void PagedKVStore::free(SeqId seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
+  settle(seq);
   if (cache_) cache_->unlock(it->second.node);
   for (BlockId block : it->second.blocks) {
     if (block != kNoBlock) pool_->release(block);
@@ -240,6 +303,7 @@ void PagedKVStore::free(SeqId seq) {
 
 int32_t PagedKVStore::release_outside_window(SeqId seq, int32_t num_computed_tokens) {
   SeqBlocks* s = find(seq);
+  if (s != nullptr && config_.sliding_window > 0) refuse_in_step("release_outside_window", seq);
   if (s == nullptr || config_.sliding_window <= 0) return 0;
   const int32_t computed = std::clamp(num_computed_tokens, 0, s->num_tokens);
   // Blocks ending before computed - W + 1, the first key the next token reads.
@@ -352,10 +416,7 @@ Status PagedKVStore::validate() const {
     }
     ++holders[s.node];
   }
-  for (const PendingCopy& p : pending_copies_) {
-    if (!pool_->valid(p.original)) return make_error(ErrorCode::internal, "kv: a pending copy holds bad block {}", p.original);
-    ++expected_refs[static_cast<std::size_t>(p.original)];
-  }
+  if (step_) LLAISYS_RETURN_IF_ERROR(validate_step(expected_refs));
   if (cache_) {
     for (BlockId block : cache_->cached_blocks()) ++expected_refs[static_cast<std::size_t>(block)];
     LLAISYS_RETURN_IF_ERROR(cache_->validate(holders));
@@ -369,6 +430,27 @@ Status PagedKVStore::validate() const {
       return make_error(ErrorCode::internal, "kv: block {} has {} references, its holders count {}", b,
                         pool_->ref_count(b), expected_refs[static_cast<std::size_t>(b)]);
     }
+  }
+  return Status();
+}
+
+Status PagedKVStore::validate_step(std::vector<int32_t>& expected_refs) const {
+  for (const PendingCopy& p : step_->copies) {
+    const SeqBlocks* s = find(p.seq);
+    if (s == nullptr || p.index >= s->blocks.size() || !pool_->valid(p.original)) {
+      return make_error(ErrorCode::internal, "kv: the step's copy-on-write of sequence {} entry {} is dangling",
+                        p.seq, p.index);
+    }
+    ++expected_refs[static_cast<std::size_t>(p.original)];
+  }
+  for (const AppendMark& mark : step_->appended) {
+    if (num_tokens(mark.seq) < mark.num_tokens_before) {
+      return make_error(ErrorCode::internal, "kv: sequence {} holds {} slots, fewer than its {} when the step began",
+                        mark.seq, num_tokens(mark.seq), mark.num_tokens_before);
+    }
+  }
+  for (SeqId seq : step_->registered) {
+    if (!contains(seq)) return make_error(ErrorCode::internal, "kv: sequence {} registered in the step is gone", seq);
   }
   return Status();
 }

@@ -1,9 +1,7 @@
 #include "llaisys/kv/radix_cache.hpp"
 
 #include <algorithm>
-#include <queue>
 #include <set>
-#include <tuple>
 
 namespace llaisys {
 
@@ -27,6 +25,7 @@ struct RadixNode {
   int32_t lock_count = 0;                    // sequences whose cached prefix runs through here
   int32_t end_block = 0;                     // blocks from the root to the end of this node
   uint64_t last_use = 0;
+  bool listed = false;                       // in the cache's evictable set
 
   bool is_root() const { return parent == nullptr; }
   std::span<const TokenId> block_tokens(int32_t block, int32_t block_size) const {
@@ -90,7 +89,9 @@ RadixCache::Match RadixCache::match(std::string_view cache_namespace, std::span<
     const bool partial = n < static_cast<int32_t>(child->blocks.size());
     if (partial) child = split(child, n);
     result.blocks.insert(result.blocks.end(), child->blocks.begin(), child->blocks.end());
+    unlist(child);
     child->last_use = now;
+    relist(child);
     node = child;
     matched += n;
     if (partial) break;
@@ -119,17 +120,44 @@ int32_t RadixCache::peek(std::string_view cache_namespace, std::span<const Token
 
 void RadixCache::lock(RadixNode* node) {
   for (RadixNode* x = node; x != nullptr && !x->is_root(); x = x->parent) {
-    if (x->lock_count++ == 0) num_evictable_blocks_ -= static_cast<int32_t>(x->blocks.size());
+    if (x->lock_count++ == 0) {
+      num_evictable_blocks_ -= static_cast<int32_t>(x->blocks.size());
+      unlist(x);
+    }
   }
 }
 
 void RadixCache::unlock(RadixNode* node) {
   for (RadixNode* x = node; x != nullptr && !x->is_root(); x = x->parent) {
-    if (--x->lock_count == 0) num_evictable_blocks_ += static_cast<int32_t>(x->blocks.size());
+    if (--x->lock_count == 0) {
+      num_evictable_blocks_ += static_cast<int32_t>(x->blocks.size());
+      relist(x);
+    }
+  }
+}
+
+bool RadixCache::EvictionOrder::operator()(const EvictionKey& a, const EvictionKey& b) const {
+  return a.last_use != b.last_use ? a.last_use < b.last_use : a.first_block < b.first_block;
+}
+
+void RadixCache::unlist(RadixNode* node) {
+  if (!node->listed) return;
+  evictable_leaves_.erase({node->last_use, node->blocks.front(), node});
+  node->listed = false;
+}
+
+void RadixCache::relist(RadixNode* node) {
+  const bool evictable = !node->is_root() && node->children.empty() && node->lock_count == 0;
+  if (evictable && !node->listed) {
+    evictable_leaves_.insert({node->last_use, node->blocks.front(), node});
+    node->listed = true;
+  } else if (!evictable) {
+    unlist(node);
   }
 }
 
 RadixNode* RadixCache::split(RadixNode* node, int32_t num_head_blocks) {
+  unlist(node);  // its first block changes
   RadixNode* parent = node->parent;
   auto it = parent->children.find(node->block_tokens(0, block_size_));
   auto head = std::make_unique<RadixNode>();
@@ -149,6 +177,7 @@ RadixNode* RadixCache::split(RadixNode* node, int32_t num_head_blocks) {
   tail->parent = head_ptr;
   std::vector<TokenId> tail_key(tail->tokens.begin(), tail->tokens.begin() + block_size_);
   head_ptr->children.emplace(std::move(tail_key), std::move(tail));
+  relist(node);
   return head_ptr;
 }
 
@@ -178,6 +207,8 @@ RadixNode* RadixCache::insert(RadixNode* from, std::span<const TokenId> tokens,
       RadixNode* child_ptr = child.get();
       std::vector<TokenId> key(child->tokens.begin(), child->tokens.begin() + block_size_);
       node->children.emplace(std::move(key), std::move(child));
+      relist(node);  // no longer a leaf
+      relist(child_ptr);
       node = child_ptr;
       pos = end;
       if (end < total) break;
@@ -194,7 +225,9 @@ RadixNode* RadixCache::insert(RadixNode* from, std::span<const TokenId> tokens,
       pool_.release(mine);
       mine = cached;
     }
+    unlist(child);
     child->last_use = now;
+    relist(child);
     node = child;
     pos += n;
   }
@@ -209,39 +242,22 @@ RadixNode* RadixCache::ancestor_at(RadixNode* node, int32_t num_blocks) {
 }
 
 void RadixCache::remove_leaf(RadixNode* node) {
+  unlist(node);
   const auto n = static_cast<int32_t>(node->blocks.size());
   for (BlockId block : node->blocks) pool_.release(block);
   num_cached_blocks_ -= n;
   num_evictable_blocks_ -= n;
   RadixNode* parent = node->parent;
   parent->children.erase(parent->children.find(node->block_tokens(0, block_size_)));
+  relist(parent);  // may be a leaf now
 }
 
 int32_t RadixCache::evict(int32_t num_blocks) {
-  // Candidates ordered by (last use, first block id): oldest first, ties broken reproducibly.
-  using Candidate = std::tuple<uint64_t, BlockId, RadixNode*>;
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> leaves;
-  auto push_if_evictable = [&](RadixNode* x) {
-    if (!x->is_root() && x->children.empty() && x->lock_count == 0) {
-      leaves.emplace(x->last_use, x->blocks.front(), x);
-    }
-  };
-  std::vector<RadixNode*> stack;
-  for (auto& [name, root_node] : roots_) stack.push_back(root_node.get());
-  while (!stack.empty()) {
-    RadixNode* x = stack.back();
-    stack.pop_back();
-    push_if_evictable(x);
-    for (auto& [key, child] : x->children) stack.push_back(child.get());
-  }
   int32_t freed = 0;
-  while (freed < num_blocks && !leaves.empty()) {
-    RadixNode* victim = std::get<2>(leaves.top());
-    leaves.pop();
-    RadixNode* parent = victim->parent;
+  while (freed < num_blocks && !evictable_leaves_.empty()) {
+    RadixNode* victim = evictable_leaves_.begin()->node;
     freed += static_cast<int32_t>(victim->blocks.size());
-    remove_leaf(victim);
-    push_if_evictable(parent);
+    remove_leaf(victim);  // lists its parent if that became an unlocked leaf
   }
   return freed;
 }
@@ -303,7 +319,9 @@ Status RadixCache::validate(const std::unordered_map<const RadixNode*, int32_t>&
     bool expanded;
   };
   std::unordered_map<const RadixNode*, int32_t> expected_locks;
+  std::size_t num_leaves = 0;
   for (const auto& [name, root_node] : roots_) {
+    if (root_node->listed) return make_error(ErrorCode::internal, "radix: root of '{}' is listed as evictable", name);
     if (root_node->parent != nullptr || !root_node->blocks.empty() || !root_node->tokens.empty() ||
         root_node->end_block != 0) {
       return make_error(ErrorCode::internal, "radix: root of namespace '{}' is not empty", name);
@@ -353,7 +371,25 @@ Status RadixCache::validate(const std::unordered_map<const RadixNode*, int32_t>&
       }
       cached += static_cast<int32_t>(x->blocks.size());
       if (x->lock_count == 0) evictable += static_cast<int32_t>(x->blocks.size());
+      const bool leaf = x->children.empty() && x->lock_count == 0;
+      if (leaf != x->listed) {
+        return make_error(ErrorCode::internal, "radix: node at depth {} is {}listed as an evictable leaf",
+                          x->end_block, x->listed ? "" : "not ");
+      }
+      if (leaf) {
+        ++num_leaves;
+        // Found only under its current key: a key changed without re-listing is caught here.
+        auto it = evictable_leaves_.find({x->last_use, x->blocks.front(), nullptr});
+        if (it == evictable_leaves_.end() || it->node != x) {
+          return make_error(ErrorCode::internal, "radix: evictable leaf at depth {} is listed under a stale key",
+                            x->end_block);
+        }
+      }
     }
+  }
+  if (num_leaves != evictable_leaves_.size()) {
+    return make_error(ErrorCode::internal, "radix: {} evictable leaves, the set holds {}", num_leaves,
+                      evictable_leaves_.size());
   }
   if (cached != num_cached_blocks_ || evictable != num_evictable_blocks_) {
     return make_error(ErrorCode::internal,

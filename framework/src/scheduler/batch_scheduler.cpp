@@ -22,10 +22,10 @@ std::string_view to_string(SeqStatus status) {
 }
 
 BatchScheduler::BatchScheduler(const SchedulerConfig& config, const KVStoreConfig& kv_config)
-    : config_(config), kv_(kv_config) {}
+    : config_(config), kv_(std::make_unique<PagedKVStore>(kv_config)) {}
 
 // Tokens the whole cache holds, in 64 bits: blocks x block size can pass INT32_MAX.
-int64_t BatchScheduler::cache_tokens() const { return int64_t{kv_.num_blocks()} * kv_.block_size(); }
+int64_t BatchScheduler::cache_tokens() const { return int64_t{kv_->num_blocks()} * kv_->block_size(); }
 
 int32_t BatchScheduler::max_sequence_tokens() const {
   return static_cast<int32_t>(std::min<int64_t>(config_.max_context, cache_tokens()));
@@ -58,7 +58,7 @@ std::optional<std::string> BatchScheduler::unrunnable_reason(const Sequence& s) 
   }
   if (needed > cache_tokens()) {
     return fmt::format("the prompt needs {} KV blocks but the cache has {} blocks of {} tokens",
-                       kv_.blocks_for(needed), kv_.num_blocks(), kv_.block_size());
+                       kv_->blocks_for(needed), kv_->num_blocks(), kv_->block_size());
   }
   return std::nullopt;
 }
@@ -107,14 +107,18 @@ SchedulerOutput BatchScheduler::schedule() {
   SchedulerOutput out;
   out.finished = std::move(finished_before_running_);
   finished_before_running_.clear();
-  if (!in_flight_.empty()) {
+  if (kv_step_) {
     log::error("scheduler: schedule() called before the previous step was recorded; undoing it");
     fail_step();
   }
-  kv_.begin_step();
+  kv_step_.emplace(kv_->begin_step());
   int32_t budget = config_.max_num_batched_tokens;
   const bool preempted = schedule_running(out, budget);
   if (!preempted) schedule_waiting(out, budget);
+  if (out.chunks.empty()) {  // nothing runs, so neither update() nor fail_step() follows
+    kv_step_->commit();
+    kv_step_.reset();
+  }
   return out;
 }
 
@@ -134,18 +138,18 @@ bool BatchScheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
     Sequence& s = it->second;
     int32_t n = std::min(s.num_uncomputed_tokens(), budget);
     if (n <= 0) continue;
-    while (!kv_.can_append(s.id, n)) {
+    while (!kv_->can_append(s.id, n)) {
       auto victim = std::find_if(running_.rbegin(), running_.rend(),
                                  [&](SeqId v) { return v != s.id && !scheduled.contains(v); });
       if (victim == running_.rend()) break;
       preempt(seq(*victim), out);
     }
-    while (n > 1 && !kv_.can_append(s.id, n)) n /= 2;  // a prefill may take a smaller chunk
-    if (!kv_.can_append(s.id, n)) {
+    while (n > 1 && !kv_->can_append(s.id, n)) n /= 2;  // a prefill may take a smaller chunk
+    if (!kv_->can_append(s.id, n)) {
       preempt(s, out);
       continue;
     }
-    if (Status status = kv_.append(s.id, n, out.block_copies); !status.ok()) {
+    if (Status status = kv_->append(s.id, n, out.block_copies); !status.ok()) {
       log::error("scheduler: {}", status.message());  // can_append said yes: a bug, not a crash
       preempt(s, out);
       continue;
@@ -164,27 +168,31 @@ void BatchScheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
     if (running_seats() + seats > config_.max_num_seqs) break;
     const std::span<const TokenId> key = s.use_prefix_cache ? std::span<const TokenId>(s.tokens)
                                                             : std::span<const TokenId>();
-    const int32_t cached = kv_.match_prefix(s.id, key, s.cache_namespace);
+    const int32_t cached = kv_->match_prefix(s.id, key, s.cache_namespace);
     const int32_t n = std::min(s.num_tokens() - cached, budget);
-    if (!kv_.can_append(s.id, n)) {
-      kv_.free(s.id);  // head of the queue does not fit: nobody overtakes it
+    if (!kv_->can_append(s.id, n)) {
+      kv_->free(s.id);  // head of the queue does not fit: nobody overtakes it
       break;
     }
-    if (Status status = kv_.append(s.id, n, out.block_copies); !status.ok()) {
+    if (Status status = kv_->append(s.id, n, out.block_copies); !status.ok()) {
       log::error("scheduler: {}", status.message());
-      kv_.free(s.id);
+      kv_->free(s.id);
       break;
     }
+    admitted_.push_back({.seq = s.id,
+                         .status = s.status,
+                         .admitted_once = s.admitted_once,
+                         .num_cached_tokens = s.num_cached_tokens,
+                         .prefix_query_tokens = s.use_prefix_cache ? s.num_tokens() : 0,
+                         .prefix_hit_tokens = s.use_prefix_cache ? cached : 0});
     s.num_computed_tokens = cached;
     s.status = SeqStatus::running;
     if (!s.admitted_once) {
       s.admitted_once = true;
       s.num_cached_tokens = cached;
     }
-    if (s.use_prefix_cache) {
-      prefix_query_tokens_ += s.num_tokens();
-      prefix_hit_tokens_ += cached;
-    }
+    prefix_query_tokens_ += admitted_.back().prefix_query_tokens;
+    prefix_hit_tokens_ += admitted_.back().prefix_hit_tokens;
     waiting_.pop_front();
     running_.push_back(s.id);
     add_chunk(out, s, n);
@@ -201,19 +209,19 @@ void BatchScheduler::add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_to
                                                          s.tokens.begin() + static_cast<std::ptrdiff_t>(start) + num_tokens),
                        .output_kind = s.output_kind,
                        .completes_sequence = s.num_computed_tokens + num_tokens == s.num_tokens()};
-  const std::span<const BlockId> table = kv_.block_table(s.id);
+  const std::span<const BlockId> table = kv_->block_table(s.id);
   chunk.block_table.assign(table.begin(), table.end());
   if (chunk.completes_sequence && s.output_kind == OutputKind::logits) {
     chunk.sample_for.push_back(s.id);
     chunk.sample_for.insert(chunk.sample_for.end(), s.pending_forks.begin(), s.pending_forks.end());
   }
   out.num_batched_tokens += num_tokens;
-  in_flight_.emplace_back(s.id, num_tokens);
+  scheduled_chunks_.emplace_back(s.id, num_tokens);
   out.chunks.push_back(std::move(chunk));
 }
 
 void BatchScheduler::preempt(Sequence& s, SchedulerOutput& out) {
-  kv_.release(s.id, s.computed());  // computed full blocks stay cached: recompute mostly hits
+  kv_->release(s.id, s.computed());  // computed full blocks stay cached: recompute mostly hits
   s.num_computed_tokens = 0;
   s.status = SeqStatus::preempted;
   ++s.num_preemptions;
@@ -224,16 +232,20 @@ void BatchScheduler::preempt(Sequence& s, SchedulerOutput& out) {
 }
 
 void BatchScheduler::update(const StepResult& result) {
-  kv_.keep_copies();
-  for (const auto& [id, n] : in_flight_) {
+  if (kv_step_) {
+    kv_step_->commit();
+    kv_step_.reset();
+  }
+  admitted_.clear();
+  for (const auto& [id, n] : scheduled_chunks_) {
     auto it = sequences_.find(id);
     if (it == sequences_.end() || it->second.status != SeqStatus::running) continue;
     it->second.num_computed_tokens += n;
-    kv_.commit(id, it->second.computed());
+    kv_->commit(id, it->second.computed());
   }
   std::vector<SeqId> touched;
-  for (const auto& [id, n] : in_flight_) touched.push_back(id);
-  in_flight_.clear();
+  for (const auto& [id, n] : scheduled_chunks_) touched.push_back(id);
+  scheduled_chunks_.clear();
 
   // Choices waiting for their prompt fork from choice 0 before anything else changes.
   for (const SeqUpdate& u : result.updates) {
@@ -242,7 +254,7 @@ void BatchScheduler::update(const StepResult& result) {
     Sequence& child = it->second;
     auto parent_it = sequences_.find(child.fork_parent);
     if (parent_it == sequences_.end() || parent_it->second.num_uncomputed_tokens() != 0 ||
-        !kv_.fork(parent_it->second.id, child.id).ok()) {
+        !kv_->fork(parent_it->second.id, child.id).ok()) {
       log::error("scheduler: sequence {} cannot fork from {}", child.id, child.fork_parent);
       continue;
     }
@@ -278,16 +290,24 @@ void BatchScheduler::update(const StepResult& result) {
     }
   }
   // Sliding window: blocks no later token can read go back to the pool (a no-op without a window).
-  for (SeqId id : running_) kv_.release_outside_window(id, seq(id).num_computed_tokens);
+  for (SeqId id : running_) kv_->release_outside_window(id, seq(id).num_computed_tokens);
 }
 
 void BatchScheduler::fail_step() {
-  kv_.undo_copies();
-  for (const auto& [id, n] : in_flight_) {
-    auto it = sequences_.find(id);
-    if (it != sequences_.end()) kv_.truncate(id, it->second.num_computed_tokens);
+  kv_step_.reset();  // rolls back: tables as schedule() found them, admitted sequences freed
+  for (auto a = admitted_.rbegin(); a != admitted_.rend(); ++a) {
+    Sequence& s = seq(a->seq);
+    s.num_computed_tokens = 0;
+    s.status = a->status;
+    s.admitted_once = a->admitted_once;
+    s.num_cached_tokens = a->num_cached_tokens;
+    prefix_query_tokens_ -= a->prefix_query_tokens;
+    prefix_hit_tokens_ -= a->prefix_hit_tokens;
+    std::erase(running_, s.id);
+    waiting_.push_front(s.id);
   }
-  in_flight_.clear();
+  admitted_.clear();
+  scheduled_chunks_.clear();
 }
 
 std::vector<FinishedSeq> BatchScheduler::finish_request(RequestId id, SeqStatus status, std::string detail) {
@@ -306,10 +326,11 @@ void BatchScheduler::finish(Sequence& s, SeqStatus status, std::string detail,
                             std::vector<FinishedSeq>* report) {
   const SeqId id = s.id;
   const RequestId request = s.request_id;
-  if (kv_.contains(id)) kv_.release(id, s.computed());
+  if (kv_->contains(id)) kv_->release(id, s.computed());
   std::erase(running_, id);
   if (auto w = std::find(waiting_.begin(), waiting_.end(), id); w != waiting_.end()) waiting_.erase(w);
-  std::erase_if(in_flight_, [id](const auto& entry) { return entry.first == id; });
+  std::erase_if(scheduled_chunks_, [id](const auto& entry) { return entry.first == id; });
+  std::erase_if(admitted_, [id](const Admission& a) { return a.seq == id; });
   const std::vector<SeqId> orphans = s.pending_forks;  // choices that never forked end with it
   if (report != nullptr) {
     report->push_back({.seq = id, .request_id = request, .choice = s.choice, .status = status, .detail = detail});
@@ -333,7 +354,7 @@ SchedulerStats BatchScheduler::stats() const {
           .num_preemptions = num_preemptions_,
           .prefix_query_tokens = prefix_query_tokens_,
           .prefix_hit_tokens = prefix_hit_tokens_,
-          .kv = kv_.stats()};
+          .kv = kv_->stats()};
 }
 
 }  // namespace llaisys

@@ -187,7 +187,8 @@ TEST_CASE("truncate drops a range, rounding down into the shared prefix") {
 // A random workload against a simulation of the model's memory: every slot holds a hash of the
 // tokens up to its position, written when "computed". A matched or shared block must hold exactly
 // what recomputing would write, copies are applied as the engine would, and the invariants hold
-// after every operation.
+// after every operation. Every computation is a Step; one in five fails: its pass writes garbage
+// into every slot it was given (and admits a newcomer that does the same), then it is rolled back.
 TEST_CASE("random workload: cached blocks always hold the right contents") {
   constexpr int32_t kBlockSize = 4;
   PagedKVStore kv({.num_blocks = 40, .block_size = kBlockSize});
@@ -207,9 +208,10 @@ TEST_CASE("random workload: cached blocks always hold the right contents") {
   };
   std::map<SeqId, Live> live;
   std::mt19937 rng(7);
+  std::mt19937 failure_rng(3);  // which steps fail, and their newcomers: a stream of its own
   SeqId next_seq = 1;
   std::vector<std::vector<TokenId>> prefixes = {iota_tokens(9, 1), iota_tokens(13, 40), iota_tokens(6, 80)};
-  int64_t verified_hits = 0;
+  int64_t verified_hits = 0, rolled_back = 0;
   for (int step = 0; step < 3000; ++step) {
     const int op = static_cast<int>(rng() % 10);
     if (op < 3 || live.empty()) {  // new sequence: a shared prefix plus a random tail
@@ -234,19 +236,42 @@ TEST_CASE("random workload: cached blocks always hold the right contents") {
         while (static_cast<int32_t>(s.tokens.size()) < s.computed + n) {
           s.tokens.push_back(static_cast<TokenId>(rng() % 5));
         }
-        std::vector<BlockCopy> copies;
+        const bool fails = failure_rng() % 5 == 0;
         const int32_t slots_before = kv.num_tokens(seq);
-        if (kv.append(seq, s.computed + n - slots_before, copies).ok()) {
-          for (const BlockCopy& c : copies) {
-            std::copy_n(memory.begin() + c.src * kBlockSize, kBlockSize, memory.begin() + c.dst * kBlockSize);
+        bool computed = false;
+        {
+          auto kv_step = kv.begin_step();
+          std::vector<BlockCopy> copies;
+          if (kv.append(seq, s.computed + n - slots_before, copies).ok()) {
+            for (const BlockCopy& c : copies) {
+              std::copy_n(memory.begin() + c.src * kBlockSize, kBlockSize, memory.begin() + c.dst * kBlockSize);
+            }
+            if (fails) {
+              for (int32_t p = s.computed; p < s.computed + n; ++p) slot(seq, p) = 0xbad;
+              const SeqId newcomer = next_seq++;
+              const std::vector<TokenId>& prompt = prefixes[failure_rng() % prefixes.size()];
+              const int32_t cached = kv.match_prefix(newcomer, prompt, "");
+              const auto uncached = static_cast<int32_t>(prompt.size()) - cached;
+              if (kv.append(newcomer, uncached, copies).ok()) {
+                for (int32_t p = cached; p < cached + uncached; ++p) slot(newcomer, p) = 0xbad;
+              }
+              REQUIRE(kv.validate().ok());
+              ++rolled_back;
+            } else {
+              for (int32_t p = s.computed; p < s.computed + n; ++p) {
+                slot(seq, p) = prefix_hash(std::span(s.tokens).first(static_cast<std::size_t>(p + 1)));
+              }
+              kv_step.commit();
+              computed = true;
+            }
           }
-          for (int32_t p = s.computed; p < s.computed + n; ++p) {
-            slot(seq, p) = prefix_hash(std::span(s.tokens).first(static_cast<std::size_t>(p + 1)));
-          }
+        }
+        if (computed) {
           s.computed += n;
           kv.commit(seq, std::span(s.tokens).first(static_cast<std::size_t>(s.computed)));
         } else {
           CHECK(kv.num_tokens(seq) == slots_before);
+          CHECK(kv.stats().num_sequences == static_cast<int32_t>(live.size()));
         }
       } else if (op == 7) {  // fork
         const SeqId child = next_seq++;
@@ -275,5 +300,6 @@ TEST_CASE("random workload: cached blocks always hold the right contents") {
   const KVStats stats = kv.stats();
   CHECK(stats.num_free_blocks + stats.num_evictable_blocks == stats.num_blocks);
   CHECK(verified_hits > 100);
+  CHECK(rolled_back > 20);
   CHECK(kv.validate().ok());
 }

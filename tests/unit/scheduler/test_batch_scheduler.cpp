@@ -2,7 +2,10 @@
 // prefix-aware admission, preemption, forks with copy-on-write, aborts and failed steps.
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <random>
+#include <set>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -303,4 +306,111 @@ TEST_CASE("more choices than max_num_seqs can never run: ignored, not stuck") {
   REQUIRE(out.finished.size() == 3);
   CHECK(out.finished[0].detail == "3 choices cannot run at once with max_num_seqs 2");
   CHECK_FALSE(scheduler.has_unfinished());
+}
+
+// Random requests (shared prefixes, n = 2 forks, a pool small enough to preempt and evict); a
+// quarter of the steps fail. A failed step leaves every sequence it did not preempt as it was
+// (block table, computed tokens, queue), sequences it admitted wait again, and scheduled again it
+// gives the same chunks unless its scheduling preempted or evicted. The invariants hold throughout.
+TEST_CASE("random workload: failed steps roll back and are scheduled again the same way") {
+  BatchScheduler scheduler({.max_num_seqs = 6, .max_num_batched_tokens = 16, .max_context = 64},
+                           {.num_blocks = 24, .block_size = 4});
+  std::mt19937 rng(17);
+  const std::vector<std::vector<TokenId>> prefixes = {prompt_of(9, 10), prompt_of(6, 40), prompt_of(13, 70)};
+  RequestId next_request = 1;
+  std::vector<SeqId> all_seqs;
+  int64_t failed = 0, retried_same = 0, admissions_undone = 0;
+  auto sample = [&](const SchedulerOutput& out) {
+    StepResult result;
+    for (const ScheduledChunk& chunk : out.chunks) {
+      for (SeqId seq : chunk.sample_for) {
+        const bool done = scheduler.sequence(seq)->num_tokens() + 1 >= 30 || rng() % 16 == 0;
+        result.updates.push_back({.seq = seq,
+                                  .token = static_cast<TokenId>(rng() % 5),
+                                  .finish = done ? SeqStatus::finished_stopped : SeqStatus::running});
+      }
+    }
+    return result;
+  };
+  for (int step = 0; step < 3000 && (step < 2000 || scheduler.has_unfinished()); ++step) {
+    if (step < 2000 && rng() % 3 == 0) {
+      std::vector<TokenId> prompt = prefixes[rng() % prefixes.size()];
+      for (int i = static_cast<int>(rng() % 6); i > 0; --i) prompt.push_back(static_cast<TokenId>(rng() % 5));
+      auto ids = scheduler.add({.id = next_request++, .prompt = prompt, .n = 1 + static_cast<int32_t>(rng() % 2)});
+      REQUIRE(ids.ok());
+      all_seqs.insert(all_seqs.end(), ids->begin(), ids->end());
+    }
+    struct Before {
+      std::vector<BlockId> table;
+      int32_t num_computed_tokens;
+      SeqStatus status;
+    };
+    std::map<SeqId, Before> before;
+    for (SeqId id : all_seqs) {
+      if (const Sequence* s = scheduler.sequence(id)) {
+        const auto table = scheduler.kv().block_table(id);
+        before[id] = {.table = {table.begin(), table.end()},
+                      .num_computed_tokens = s->num_computed_tokens,
+                      .status = s->status};
+      }
+    }
+    const SchedulerStats stats_before = scheduler.stats();
+    const SchedulerOutput out = scheduler.schedule();
+    REQUIRE(scheduler.kv().validate().ok());
+    if (out.empty() || rng() % 4 != 0) {
+      scheduler.update(sample(out));
+      const Status status = scheduler.kv().validate();
+      INFO("step " << step << ": " << status.message());
+      REQUIRE(status.ok());
+      continue;
+    }
+    ++failed;
+    const int64_t evicted = scheduler.stats().kv.num_evicted_blocks - stats_before.kv.num_evicted_blocks;
+    scheduler.fail_step();
+    const Status status = scheduler.kv().validate();
+    INFO("step " << step << ": " << status.message());
+    REQUIRE(status.ok());
+    const std::set<SeqId> preempted(out.preempted.begin(), out.preempted.end());
+    for (const auto& [id, was] : before) {
+      INFO("sequence " << id);
+      const Sequence* s = scheduler.sequence(id);
+      REQUIRE(s != nullptr);
+      if (preempted.contains(id)) {
+        CHECK(s->status == SeqStatus::preempted);
+        CHECK_FALSE(scheduler.kv().contains(id));
+        continue;
+      }
+      CHECK(s->status == was.status);
+      CHECK(s->num_computed_tokens == was.num_computed_tokens);
+      if (was.status != SeqStatus::running && chunk_of(out, id) != nullptr) ++admissions_undone;
+      const auto table = scheduler.kv().block_table(id);
+      CHECK(std::equal(table.begin(), table.end(), was.table.begin(), was.table.end()));
+    }
+    const SchedulerStats stats_after = scheduler.stats();
+    CHECK(stats_after.num_running == stats_before.num_running - static_cast<int32_t>(preempted.size()));
+    CHECK(stats_after.num_waiting == stats_before.num_waiting + static_cast<int32_t>(preempted.size()));
+    CHECK(stats_after.prefix_query_tokens == stats_before.prefix_query_tokens);
+    CHECK(stats_after.prefix_hit_tokens == stats_before.prefix_hit_tokens);
+    if (!preempted.empty() || evicted > 0) continue;
+    const SchedulerOutput retry = scheduler.schedule();
+    REQUIRE(retry.chunks.size() == out.chunks.size());
+    for (std::size_t c = 0; c < out.chunks.size(); ++c) {
+      CHECK(retry.chunks[c].seq == out.chunks[c].seq);
+      CHECK(retry.chunks[c].start_position == out.chunks[c].start_position);
+      CHECK(retry.chunks[c].token_ids == out.chunks[c].token_ids);
+      CHECK(retry.chunks[c].sample_for == out.chunks[c].sample_for);
+    }
+    CHECK(retry.block_copies.size() == out.block_copies.size());
+    ++retried_same;
+    scheduler.update(sample(retry));
+    REQUIRE(scheduler.kv().validate().ok());
+  }
+  CHECK_FALSE(scheduler.has_unfinished());
+  CHECK(failed > 100);
+  CHECK(retried_same > 50);
+  CHECK(admissions_undone > 20);
+  CHECK(scheduler.stats().num_preemptions > 0);
+  CHECK(scheduler.stats().kv.num_evicted_blocks > 0);
+  const KVStats kv = scheduler.stats().kv;
+  CHECK(kv.num_free_blocks + kv.num_evictable_blocks == kv.num_blocks);
 }

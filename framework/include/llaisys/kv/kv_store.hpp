@@ -31,8 +31,22 @@
 //    the first ceil(W / block_size) blocks of a sequence, lets go of the cached prefix (unlock + its
 //    references) only once all of it is outside the window, and a sequence that gave back a block
 //    never commits again. Without a window it does nothing.
-//  - Every operation is transactional; validate() checks all invariants (ref counts, locks, tree
-//    shape, tables) and is what tests call after a run.
+//  - Steps (llama.cpp's memory context): `auto step = kv.begin_step();` opens one (one at a time);
+//    step.commit() keeps every change made since, and destroying the step uncommitted rolls back.
+//    Inside a step the store changes through match_prefix, append, fork, release and free only;
+//    truncate, commit and release_outside_window belong between steps. A copy-on-write inside a step
+//    keeps its reference to the original block until the step ends. A rollback restores the exact
+//    prior state of every sequence that existed when the step began and still exists: its block
+//    table (appended blocks returned, each copy-on-write entry back on its original block, the copy
+//    released), num_tokens, its cached prefix and the radix locks it holds; sequences registered in
+//    the step (match_prefix, fork) are freed. Pool reference counts and lock counts are therefore
+//    what they were, except for two things a rollback deliberately leaves done: blocks evicted from
+//    the prefix cache to make room stay evicted (the failed pass may have written over them), and
+//    sequences released during the step (preempted: the caller has already requeued them) stay
+//    released. Radix last-use times and node splits are not restored either; neither changes what is
+//    cached or who holds it.
+//  - Every operation is all or nothing; validate() checks all invariants (ref counts, locks, tree
+//    shape, tables, an open step's records) and is what tests call after a run.
 
 #include <concepts>
 #include <cstdint>
@@ -81,6 +95,7 @@ concept KVStore = requires(K& kv, const K& const_kv, SeqId seq, std::span<const 
   { kv.release(seq, tokens) };
   { kv.release_outside_window(seq, num_tokens) } -> std::convertible_to<int32_t>;
   { kv.free(seq) };
+  { kv.begin_step().commit() };
   { const_kv.block_table(seq) } -> std::convertible_to<std::span<const BlockId>>;
   { const_kv.num_tokens(seq) } -> std::convertible_to<int32_t>;
   { const_kv.stats() } -> std::same_as<KVStats>;

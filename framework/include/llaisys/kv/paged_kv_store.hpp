@@ -19,8 +19,10 @@
 // window), and about one window once it is past 2W.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "llaisys/kv/block_pool.hpp"
@@ -61,14 +63,27 @@ class PagedKVStore {
   int32_t blocks_needed(SeqId seq, int32_t num_tokens) const;
   bool can_append(SeqId seq, int32_t num_tokens) const;
   Status append(SeqId seq, int32_t num_tokens, std::vector<BlockCopy>& copies);
-  // Steps: between begin_step() and keep_copies() (the step ran) or undo_copies() (it failed), a
-  // copy-on-write in append() points the table at the copy but keeps its reference to the original
-  // block (not counted as a sharer). keep_copies() drops those references; undo_copies() points each
-  // table entry back at its original and releases the copy, so a failed step leaves the tables as
-  // they were. Outside a step the reference is dropped at once.
-  void begin_step();
-  void keep_copies();
-  void undo_copies();
+  // A step (the contract is in kv_store.hpp): every change until commit() is kept, or undone when
+  // the Step is destroyed uncommitted. The store must outlive the Step and stay where it is.
+  class [[nodiscard]] Step {
+   public:
+    Step(Step&& other) noexcept : kv_(std::exchange(other.kv_, nullptr)) {}
+    Step& operator=(Step&& other) noexcept;  // rolls back the step this one held, if open
+    Step(const Step&) = delete;
+    Step& operator=(const Step&) = delete;
+    ~Step();
+    // Keeps everything the step did; the Step is spent (destroying it does nothing).
+    void commit();
+
+   private:
+    friend class PagedKVStore;
+    explicit Step(PagedKVStore* kv) : kv_(kv) {}
+    PagedKVStore* kv_ = nullptr;  // nullptr: committed, rolled back, moved from, or a refused nesting
+  };
+  // Opens the step. With one already open it is a programming error: the Step returned is spent
+  // and the changes belong to the open step.
+  [[nodiscard]] Step begin_step();
+  bool step_open() const { return step_.has_value(); }
   Status fork(SeqId parent, SeqId child);
   void commit(SeqId seq, std::span<const TokenId> computed_tokens);
   int32_t truncate(SeqId seq, int32_t num_tokens);
@@ -98,25 +113,46 @@ class PagedKVStore {
     int32_t num_released_blocks = 0;  // leading entries given back (kNoBlock); > 0: no cached prefix
     RadixNode* node = nullptr;  // deepest locked radix node (nullptr without a cache)
   };
+  // What an open step must undo.
+  struct PendingCopy {
+    SeqId seq;
+    std::size_t index;   // in the sequence's table
+    BlockId original;    // still referenced on the step's behalf
+  };
+  struct AppendMark {
+    SeqId seq;
+    int32_t num_tokens_before;  // slots when the step began
+  };
+  struct StepLog {
+    std::vector<AppendMark> appended;  // sequences appended to, in first-append order
+    std::vector<PendingCopy> copies;   // copy-on-writes, in order
+    std::vector<SeqId> registered;     // sequences that did not exist at the start
+  };
+
   SeqBlocks* find(SeqId seq);
   const SeqBlocks* find(SeqId seq) const;
   // Takes n fresh blocks, evicting cached ones if needed; false when even that is not enough.
   bool take_blocks(int32_t n, std::vector<BlockId>& out);
+  // Whether a write into `block` must copy it: held by more than the writer, references kept for
+  // an open step's rollback not counted.
+  bool shared(BlockId block) const;
+  void commit_computed(SeqBlocks& s, std::span<const TokenId> computed_tokens);
+  void commit_step();
+  void roll_back_step();
+  // The open step lets go of seq (freed, or changed in a way a rollback cannot restore): its
+  // copy-on-writes stay and a rollback leaves it alone.
+  void settle(SeqId seq);
+  // truncate / commit / release_outside_window inside a step: asserted; otherwise logged and the
+  // sequence settled, so the store stays consistent.
+  void refuse_in_step(const char* operation, SeqId seq);
+  // The open step's records against the tables; counts the references it keeps into expected_refs.
+  Status validate_step(std::vector<int32_t>& expected_refs) const;
 
   KVStoreConfig config_;
   std::unique_ptr<BlockPool> pool_;    // on the heap: cache_ refers to it, moves keep it in place
   std::unique_ptr<RadixCache> cache_;
   std::unordered_map<SeqId, SeqBlocks> seqs_;
-  struct PendingCopy {
-    SeqId seq;
-    std::size_t index;   // in the sequence's table
-    BlockId original;    // still referenced by this entry
-  };
-  std::vector<PendingCopy> pending_copies_;
-  bool in_step_ = false;
-  // Whether a write into `block` must copy it: held by more than the writer, references kept for
-  // an open step's undo not counted.
-  bool shared(BlockId block) const;
+  std::optional<StepLog> step_;        // set while a step is open
   int64_t num_evicted_blocks_ = 0;
   int64_t num_window_released_blocks_ = 0;
 };

@@ -10,7 +10,10 @@
 //  - The tree holds one pool reference on each cached block. A node's lock count is the number of
 //    sequences whose cached prefix runs through it (lock/unlock walk to the root), so
 //    lock(node) >= lock(child), and for every cached block ref_count == 1 + lock(node).
-//  - Only unlocked leaves are evicted, least recently used first; evicting a node frees its blocks.
+//  - Only unlocked leaves are evicted, least recently used first (ties: lowest first block id);
+//    evicting a node frees its blocks. The evictable leaves are kept in an ordered set, updated by
+//    every change to a node's lock, children, blocks or last use, so evicting costs O(log n) per
+//    node whatever the size of the tree.
 //  - match() splits a node when the match ends inside it, so a match always ends on a node boundary.
 //  - insert() never caches a block another sequence still shares privately (ref_count > 1): that
 //    would break the count above; the block gets cached later, when it is no longer shared.
@@ -19,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -85,20 +89,37 @@ class RadixCache {
   // Every cached block, in no particular order.
   std::vector<BlockId> cached_blocks() const;
 
-  // Checks every invariant above. `holders` maps each node to the number of sequences whose cached
-  // prefix ends exactly there (the KV store knows them); pass it to check lock counts and references.
+  // Checks every invariant above (the evictable set against a recount included). `holders` maps
+  // each node to the number of sequences whose cached prefix ends exactly there (the KV store knows
+  // them); pass it to check lock counts and references.
   Status validate(const std::unordered_map<const RadixNode*, int32_t>& holders) const;
 
  private:
+  // An evictable leaf's place in eviction order. (last use, first block id) is unique, since a block
+  // is cached once, so it alone orders the set; `node` is carried along.
+  struct EvictionKey {
+    uint64_t last_use;
+    BlockId first_block;
+    RadixNode* node;
+  };
+  struct EvictionOrder {
+    bool operator()(const EvictionKey& a, const EvictionKey& b) const;
+  };
+
   RadixNode* split(RadixNode* node, int32_t num_head_blocks);
   void remove_leaf(RadixNode* node);
   uint64_t tick() { return ++clock_; }
+  // Take `node` out of the evictable set before changing its key (last use, first block), and put it
+  // back (if it is an unlocked, childless non-root) after any change to its key, lock or children.
+  void unlist(RadixNode* node);
+  void relist(RadixNode* node);
 
   int32_t block_size_;
   BlockPool& pool_;
   std::map<std::string, std::unique_ptr<RadixNode>, std::less<>> roots_;
   int32_t num_cached_blocks_ = 0;
   int32_t num_evictable_blocks_ = 0;
+  std::set<EvictionKey, EvictionOrder> evictable_leaves_;
   uint64_t clock_ = 0;
 };
 

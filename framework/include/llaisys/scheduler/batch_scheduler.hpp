@@ -16,6 +16,9 @@
 // With a sliding window (KVStoreConfig::sliding_window), every successful update() lets each running
 // sequence give back the blocks that fell before its window (PagedKVStore::release_outside_window).
 // Admission and chunking stay conservative: they count blocks as if none were ever given back.
+// Each schedule() that returns chunks opens a PagedKVStore::Step; update() commits it, fail_step()
+// drops it (the KV rolls back) and puts the sequences it admitted back at the head of the queue, so
+// scheduling again gives the same step.
 
 #include <deque>
 #include <memory>
@@ -114,7 +117,7 @@ class BatchScheduler {
   int32_t max_sequence_tokens() const;
   const Sequence* sequence(SeqId seq) const;
   SchedulerStats stats() const;
-  const PagedKVStore& kv() const { return kv_; }
+  const PagedKVStore& kv() const { return *kv_; }
 
  private:
   int64_t cache_tokens() const;
@@ -127,14 +130,27 @@ class BatchScheduler {
   void preempt(Sequence& s, SchedulerOutput& out);
   void finish(Sequence& s, SeqStatus status, std::string detail, std::vector<FinishedSeq>* report);
 
+  // A sequence the open step admitted, with what admission changed: fail_step() puts it back.
+  struct Admission {
+    SeqId seq = -1;
+    SeqStatus status = SeqStatus::waiting;  // waiting or preempted
+    bool admitted_once = false;
+    int32_t num_cached_tokens = 0;
+    int32_t prefix_query_tokens = 0;        // what admission added to the hit-rate counters
+    int32_t prefix_hit_tokens = 0;
+  };
+
   SchedulerConfig config_;
-  PagedKVStore kv_;
+  std::unique_ptr<PagedKVStore> kv_;  // on the heap: kv_step_ refers to it, moves keep it in place
   std::unordered_map<SeqId, Sequence> sequences_;            // unfinished sequences only
   std::unordered_map<RequestId, std::vector<SeqId>> requests_;
   std::deque<SeqId> waiting_;                                // choice 0s (and forked choices) queued
   std::vector<SeqId> running_;                               // in admission order
   std::vector<FinishedSeq> finished_before_running_;         // reported by the next schedule()
-  std::vector<std::pair<SeqId, int32_t>> in_flight_;         // chunks of the last schedule()
+  // The step of the last schedule(), open until update() commits it or fail_step() rolls it back.
+  std::optional<PagedKVStore::Step> kv_step_;
+  std::vector<std::pair<SeqId, int32_t>> scheduled_chunks_;  // (sequence, tokens) of the open step
+  std::vector<Admission> admitted_;                          // by the open step, in admission order
   SeqId next_seq_id_ = 1;
   int64_t num_preemptions_ = 0;
   int64_t prefix_query_tokens_ = 0;

@@ -11,9 +11,9 @@
 //    does not run the model.
 //  - update(result) records the step: the chunks scheduled are now computed (their full blocks join
 //    the prefix cache), sampled tokens are appended, stop decisions finish sequences (their KV is
-//    released). fail_step() instead undoes the step's KV reservations; nothing computed in a failed
-//    pass reaches the cache. Nothing else mutates scheduler or KV state, except finish_request()
-//    (abort, errors), which frees the request's KV immediately.
+//    released). fail_step() instead undoes the step's KV reservations and admissions; nothing
+//    computed in a failed pass reaches the cache. Nothing else mutates scheduler or KV state,
+//    except finish_request() (abort, errors), which frees the request's KV immediately.
 //  - has_unfinished() is false once every added request has finished.
 
 #include <concepts>
