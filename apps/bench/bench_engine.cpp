@@ -121,9 +121,11 @@ class Bench {
     auto timed = [&](int32_t count) {
       std::vector<GenerateRequest> requests;
       for (int32_t i = 0; i < count; ++i) requests.push_back(request(synthetic_tokens(static_cast<uint64_t>(i), o_.prompt_tokens), o_.new_tokens));
+      const EngineStats before = engine->stats();
       const auto start = Clock::now();
       const std::vector<RequestOutput> outputs = run(*engine, requests);
       const double wall = seconds(Clock::now() - start);
+      print_step_times(count, before, engine->stats());
       int64_t generated = 0;
       Clock::time_point all_prefilled{};
       for (const RequestOutput& out : outputs) {
@@ -147,6 +149,28 @@ class Bench {
                ratio >= 8 ? "MET" : "MISSED", batch_decode_tps / single_decode_tps);
     print_compute_bound(engine->model_info(), single_tps, batch_tps);
     return Status();
+  }
+
+  // Where a step's time went during one run (the engine's StepTimes, differences of two snapshots).
+  static void print_step_times(int32_t count, const EngineStats& before, const EngineStats& after) {
+    const int64_t steps = after.num_steps - before.num_steps;
+    if (steps <= 0) return;
+    auto per_step_ms = [&](uint64_t a, uint64_t b) { return static_cast<double>(a - b) / 1e6 / static_cast<double>(steps); };
+    const StepTimes& t = after.times;
+    const StepTimes& t0 = before.times;
+    const double total = per_step_ms(t.total_ns(), t0.total_ns());
+    const double forward = per_step_ms(t.forward_ns, t0.forward_ns);
+    const double sample = per_step_ms(t.sample_ns, t0.sample_ns);
+    const double other = per_step_ms(t.model_other_ns, t0.model_other_ns);
+    const double schedule = per_step_ms(t.schedule_ns, t0.schedule_ns);
+    const double prepare = per_step_ms(t.prepare_ns, t0.prepare_ns);
+    const double output = per_step_ms(t.output_ns, t0.output_ns);
+    const double host = schedule + prepare + output + other;
+    auto pct = [&](double x) { return total > 0 ? 100.0 * x / total : 0.0; };
+    fmt::print("  {:2} sequences, per step ({} steps, {:.3f} ms): model forward {:.3f} ms ({:.1f}%), sampling {:.3f} ms "
+               "({:.1f}%), scheduling {:.3f} ms, sampling rows {:.3f} ms, output processing {:.3f} ms, model call "
+               "overhead {:.3f} ms; host outside the model's step {:.2f}% (target <= 3%)\n",
+               count, steps, total, forward, pct(forward), sample, pct(sample), schedule, prepare, output, other, pct(host));
   }
 
   // What the ratio could be at most on this CPU: the batch's multiply-adds (counted for bf16

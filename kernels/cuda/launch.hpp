@@ -63,10 +63,12 @@ cudaError_t rope_kv_write(cudaStream_t stream, const RopeArgs& args, void* k_cac
 
 }  // namespace llaisys::cuda::launch
 
+#ifndef LLAISYS_CUDA_HOST_DEVICE  // also defined by sampling_row.hpp
 #if defined(__CUDACC__)
 #define LLAISYS_CUDA_HOST_DEVICE __host__ __device__
 #else
 #define LLAISYS_CUDA_HOST_DEVICE
+#endif
 #endif
 
 namespace llaisys::cuda::launch {
@@ -119,5 +121,18 @@ cudaError_t sort_temp_bytes(std::size_t* bytes, int64_t num_rows, int64_t stride
 cudaError_t sample_rows(cudaStream_t stream, const float* logits, int64_t stride, int64_t num_rows, int64_t vocab,
                         const RowSampling* params, int32_t* ids, float* sorted_logits, int32_t* sorted_ids,
                         const int32_t* offsets, void* sort_temp, std::size_t sort_temp_bytes, int32_t* tokens);
+
+}  // namespace llaisys::cuda::launch
+
+namespace llaisys::cuda::launch {
+
+// sampling_prep.hpp: one block per reset / prepared row / finished row.
+cudaError_t reset_slots(cudaStream_t stream, const SlotArrays& slots, const SlotReset* resets, int64_t num_resets,
+                        const int32_t* history);
+cudaError_t prepare_rows(cudaStream_t stream, float* logits, int64_t stride, const SlotArrays& slots,
+                         const RowPrep* preps, int64_t num_preps, const int32_t* bias_ids, const float* bias_values,
+                         const uint32_t* masks);
+cudaError_t finish_rows(cudaStream_t stream, const SlotArrays& slots, const RowFinish* finish, int64_t num_rows,
+                        const uint32_t* masks, int32_t* tokens);
 
 }  // namespace llaisys::cuda::launch

@@ -3,8 +3,8 @@
 //
 // Semantics follow LogitsSampler (sampling/sampler.hpp) for what runs here: greedy (temperature 0:
 // the lowest id among the maximal logits, as argmax), else temperature -> min_p -> top_k -> top_p
-// -> one draw. Penalties and logit_bias need the sequence's history and stay on the host: a row
-// that uses them is sampled by the CPU sampler from downloaded logits (the caller's choice).
+// -> one draw. Penalties, logit_bias and allowed masks are applied to the rows beforehand, in place,
+// by prepare_rows (sampling_prep.hpp), which keeps the sequences' token counts on the device.
 //
 // How: all rows get the argmax kernel (CUB block reduction). If any row samples, the rows are
 // sorted (CUB segmented radix sort, descending and stable, so equal logits keep the lower id
@@ -12,7 +12,7 @@
 // floor, the top_k cut, the smallest top_p prefix whose weight reaches top_p * total, then the first
 // candidate whose cumulative weight exceeds uniform * total. The draw walks candidates in
 // probability order (the CPU sampler walks top-k candidates in that order too, top-p-only ones in
-// quickselect order), so for the same uniform the chosen token is the same as the CPU's whenever
+// token order), so for the same uniform the chosen token is the same as the CPU's whenever
 // top_k is set, and always one of the same candidate set otherwise.
 // Known difference: candidates with equal scaled logits but different raw logits are ordered by
 // the raw logit here (by id on the CPU); a row whose scaled maximum overflows to +inf keeps the

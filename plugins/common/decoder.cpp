@@ -1,5 +1,6 @@
 #include "decoder.hpp"
 
+#include <chrono>
 #include <cmath>
 
 #include "llaisys/core/log.hpp"
@@ -22,6 +23,11 @@ TensorView rows_view(void* data, DType dtype, int64_t rows, int64_t cols, int64_
 // A [tokens, heads, head_dim] view of heads inside rows `stride` elements apart.
 TensorView heads_view(float* data, int64_t tokens, int64_t heads, int64_t head_dim, int64_t stride, Device device) {
   return TensorView(data, DType::f32, Shape{tokens, heads, head_dim}, Shape{stride, head_dim, 1}, device);
+}
+
+using Clock = std::chrono::steady_clock;
+uint64_t nanoseconds(Clock::duration d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
 }
 
 // Carves consecutive, 64-byte aligned regions out of the workspace.
@@ -56,7 +62,7 @@ struct Decoder::Activations {
   TensorView act;      // [T, intermediate] act: the gate itself when act is f32
   TensorView out_rows; // [O, hidden] f32
   TensorView out_h;    // [O, hidden] act: out_rows itself when act is f32
-  TensorView out;      // [O, width] f32 on the device (CUDA); the CPU writes into the caller's rows
+  TensorView out;      // [O, width] f32 on the device: rows to sample, or to copy back (CUDA)
 };
 
 Result<std::unique_ptr<Decoder>> Decoder::open(const ModelCreateParams& params, DecoderSpec spec) {
@@ -117,12 +123,16 @@ Decoder::Decoder(DecoderSpec spec, std::unique_ptr<ops::DeviceContext> ctx, Deco
 Status Decoder::init_kv_cache(const KvCacheConfig& config) {
   kv_ = ops::KvCache();  // free the old pool first
   LLAISYS_ASSIGN_OR_RETURN(kv_, ops::KvCache::create(*ctx_, kv_shape_, config));
-  return Status();
+  if (!sampler_) {
+    LLAISYS_ASSIGN_OR_RETURN(sampler_, ops::make_sampler(*ctx_, spec_.vocab_size));
+  }
+  return sampler_->init_slots(config.num_seq_slots);
 }
 
 Status Decoder::copy_blocks(std::span<const BlockCopy> copies) { return kv_.copy_blocks(*ctx_, copies); }
 
-Status Decoder::reserve(int64_t t, int64_t o, int64_t width, Activations& a) {
+// out_width: the columns of a.out (0: the rows go straight into the caller's memory).
+Status Decoder::reserve(int64_t t, int64_t o, int64_t out_width, Activations& a) {
   const Device device = ctx_->device();
   const DType act = ctx_->activation_dtype();
   const bool act_is_f32 = act == DType::f32;
@@ -134,7 +144,6 @@ Status Decoder::reserve(int64_t t, int64_t o, int64_t width, Activations& a) {
   const int64_t qkv_width = q_dim + 2 * kv_dim;
   const int64_t inter = spec_.intermediate_size;
   const bool branch = spec_.post_attention_norm || spec_.post_ffn_norm;
-  const int64_t out_width = device.is_cpu() ? 0 : width;  // the CPU writes into the caller's rows
   auto bytes = [](int64_t rows, int64_t cols, std::size_t size) {
     return static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols) * size;
   };
@@ -211,18 +220,24 @@ Status Decoder::run_layer(int32_t index, const ops::Pass& pass, const Activation
   return ops::linear(ctx, a.act, w.down, a.x, /*accumulate=*/true);
 }
 
-Status Decoder::run_forward(const ForwardBatch& batch, std::span<float> out) {
+Status Decoder::run_step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) {
+  const auto start = Clock::now();
   ops::DeviceContext& ctx = *ctx_;
   const int64_t t = batch.num_tokens();
   const int64_t o = batch.num_outputs();
   if (t == 0) return Status();
   const int64_t width = info_.output_width(batch.output_kind);
-  if (out.size() != static_cast<std::size_t>(o * width)) {
-    return make_error(ErrorCode::invalid_argument, "forward: output of {} floats for {} rows of {}", out.size(), o,
+  const bool sample = !sampling.empty();
+  if (!sample && out.rows.size() != static_cast<std::size_t>(o * width)) {
+    return make_error(ErrorCode::invalid_argument, "step: output of {} floats for {} rows of {}", out.rows.size(), o,
                       width);
   }
+  // Rows to sample stay on the device; unsampled rows go straight into the caller's memory on the CPU,
+  // through a device buffer elsewhere.
+  const Device device = ctx.device();
+  const bool direct = !sample && device.is_cpu();
   Activations a;
-  LLAISYS_RETURN_IF_ERROR(reserve(t, o, width, a));
+  LLAISYS_RETURN_IF_ERROR(reserve(t, o, direct ? 0 : width, a));
   const ops::PassShape shape{.num_q_heads = spec_.num_heads,
                              .num_kv_heads = spec_.num_kv_heads,
                              .head_dim = spec_.head_dim,
@@ -236,10 +251,7 @@ Status Decoder::run_forward(const ForwardBatch& batch, std::span<float> out) {
   for (int32_t layer = 0; layer < spec_.num_layers; ++layer) LLAISYS_RETURN_IF_ERROR(run_layer(layer, *pass, a));
   if (o == 0) return ctx.synchronize();
 
-  // The rows that want output: on the CPU written straight into `out`, elsewhere into a device buffer
-  // copied back at the end.
-  const Device device = ctx.device();
-  const TensorView result = device.is_cpu() ? rows_view(out.data(), DType::f32, o, width, width, device) : a.out;
+  const TensorView result = direct ? rows_view(out.rows.data(), DType::f32, o, width, width, device) : a.out;
   LLAISYS_RETURN_IF_ERROR(ops::gather_rows(ctx, *pass, a.x, a.out_rows));
   if (batch.output_kind == OutputKind::hidden) {
     LLAISYS_RETURN_IF_ERROR(ops::rms_norm(ctx, a.out_rows, weights_.final_norm, spec_.norm_eps, result));
@@ -248,13 +260,19 @@ Status Decoder::run_forward(const ForwardBatch& batch, std::span<float> out) {
     LLAISYS_RETURN_IF_ERROR(ops::linear(ctx, a.out_h, weights_.lm_head, result));
     if (spec_.final_softcap > 0) LLAISYS_RETURN_IF_ERROR(ops::softcap(ctx, result, spec_.final_softcap));
   }
-  if (device.is_cpu()) return Status();
-  return ctx.copy_to_host(out.data(), result.data(), out.size_bytes());
+  if (!sample) return direct ? Status() : ctx.copy_to_host(out.rows.data(), result.data(), out.rows.size_bytes());
+  const auto sampling_start = Clock::now();
+  LLAISYS_RETURN_IF_ERROR(sampler_->sample(result, sampling, out));
+  if (out.timings != nullptr) {
+    out.timings->forward_ns = nanoseconds(sampling_start - start);
+    out.timings->sample_ns = nanoseconds(Clock::now() - sampling_start);
+  }
+  return Status();
 }
 
-Status Decoder::forward(const ForwardBatch& batch, std::span<float> out) {
-  if (kv_.empty()) return Status(ErrorCode::invalid_argument, "forward before init_kv_cache");
-  Status status = run_forward(batch, out);
+Status Decoder::step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) {
+  if (kv_.empty()) return Status(ErrorCode::invalid_argument, "step before init_kv_cache");
+  Status status = run_step(batch, sampling, out);
   // A failed pass may leave work in flight (copies from staging buffers on CUDA): drain it.
   if (!status.ok()) (void)ctx_->synchronize();
   return status;

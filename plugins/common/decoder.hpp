@@ -6,6 +6,7 @@
 //   x = embed(ids) [* embedding_scale]
 //   per layer: the block of decoder_spec.hpp, K/V written to the paged cache before attention
 //   rows that want output: final_norm(x) -> hidden states, or x Wlm^T [softcapped] -> logits
+//   with sampling rows: the logits are sampled on the device (ops/sample.hpp); ids come back
 // On the CPU every op is batch invariant (kernels/cpu), so a token's outputs are bit-identical
 // whatever else is in the batch and whatever the thread count or ISA path.
 //
@@ -22,6 +23,7 @@
 #include "llaisys/ops/device_context.hpp"
 #include "llaisys/ops/kv_cache.hpp"
 #include "llaisys/ops/pass.hpp"
+#include "llaisys/ops/sample.hpp"
 
 namespace llaisys::decoder {
 
@@ -35,7 +37,7 @@ class Decoder {
   const ops::DeviceContext& device() const { return *ctx_; }
 
   Status init_kv_cache(const KvCacheConfig& config);
-  Status forward(const ForwardBatch& batch, std::span<float> out);
+  Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out);
   Status copy_blocks(std::span<const BlockCopy> copies);
 
   Decoder(DecoderSpec spec, std::unique_ptr<ops::DeviceContext> ctx, DecoderWeights weights,
@@ -45,7 +47,7 @@ class Decoder {
   struct Activations;
   Status reserve(int64_t num_tokens, int64_t num_outputs, int64_t output_width, Activations& a);
   Status run_layer(int32_t index, const ops::Pass& pass, const Activations& a);
-  Status run_forward(const ForwardBatch& batch, std::span<float> out);
+  Status run_step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out);
 
   DecoderSpec spec_;
   std::unique_ptr<ops::DeviceContext> ctx_;
@@ -55,6 +57,7 @@ class Decoder {
   ops::KvCache kv_;
   ModelInfo info_;
   ops::Buffer workspace_;  // activations, grown to the largest batch seen
+  std::unique_ptr<ops::Sampler> sampler_;  // made with the KV cache (it holds the sequence slots)
 };
 
 static_assert(Model<Decoder>);

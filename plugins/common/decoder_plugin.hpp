@@ -35,7 +35,9 @@ class DecoderPlugin {
 
   const ModelInfo& info() const { return decoder_->info(); }
   Status init_kv_cache(const KvCacheConfig& config) { return decoder_->init_kv_cache(config); }
-  Status forward(const ForwardBatch& batch, std::span<float> out) { return decoder_->forward(batch, out); }
+  Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) {
+    return decoder_->step(batch, sampling, out);
+  }
   Status copy_blocks(std::span<const BlockCopy> copies) { return decoder_->copy_blocks(copies); }
 
  private:

@@ -177,7 +177,7 @@ Result<std::unique_ptr<MockModel>> MockModel::create(const ModelCreateParams& pa
   return std::make_unique<MockModel>(std::move(config));
 }
 
-MockModel::MockModel(MockConfig config) : config_(std::move(config)) {
+MockModel::MockModel(MockConfig config) : config_(std::move(config)), sampler_(config_.vocab_size) {
   info_.architecture = "LlaisysMockForCausalLM";
   info_.vocab_size = config_.vocab_size;
   info_.hidden_size = config_.hidden_size;
@@ -195,6 +195,7 @@ MockModel::MockModel(MockConfig config) : config_(std::move(config)) {
 
 Status MockModel::init_kv_cache(const KvCacheConfig& config) {
   kv_config_ = config;
+  sampler_.init_slots(config.num_seq_slots);
   slots_.assign(static_cast<std::size_t>(config.num_blocks) * static_cast<std::size_t>(config.block_size), 0);
   if (config_.sliding_window > 0) slot_tokens_.assign(slots_.size(), -1);
   if (!config_.replies.empty()) {
@@ -268,8 +269,16 @@ Result<uint64_t> MockModel::hash_at(std::span<const BlockId> table, int32_t seq,
   return mix(hash, token);
 }
 
-Status MockModel::forward(const ForwardBatch& batch, std::span<float> out) {
-  // The adapter validated the batch: ids, positions, block tables and out's size are in range.
+Status MockModel::step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) {
+  // The adapter validated the step: ids, positions, block tables, rows and output sizes are in range.
+  if (sampling.empty()) return compute_rows(batch, out.rows);
+  logits_.resize(static_cast<std::size_t>(batch.num_outputs()) * static_cast<std::size_t>(info_.vocab_size));
+  LLAISYS_RETURN_IF_ERROR(compute_rows(batch, logits_));
+  sampler_.sample(logits_, sampling, out);
+  return Status();
+}
+
+Status MockModel::compute_rows(const ForwardBatch& batch, std::span<float> out) {
   const auto delay = std::chrono::milliseconds(config_.delay_ms_per_step) +
                      std::chrono::microseconds(config_.delay_us_per_token * batch.num_tokens());
   if (delay.count() > 0) std::this_thread::sleep_for(delay);

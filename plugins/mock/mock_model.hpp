@@ -14,7 +14,7 @@
 // config.json:  architectures ["LlaisysMockForCausalLM"], vocab_size, hidden_size,
 //               max_position_embeddings, eos_token_id (int or list), bos_token_id, and an optional
 //               "mock" object; the same keys in the create options override it:
-//   delay_ms_per_step   sleep per forward() call                         (default 0)
+//   delay_ms_per_step   sleep per step() call                            (default 0)
 //   delay_us_per_token  sleep per batch token, to imitate a long prefill (default 0)
 //   eos_period          > 0: EOS is the argmax at about 1 in eos_period positions (default 0: never)
 //   text_vocab_size     ids >= this get logit -30, keeping specials out  (default vocab_size)
@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "llaisys/model/model.hpp"
+#include "llaisys/sampling/step_sampler.hpp"
 
 namespace llaisys::mock {
 
@@ -66,16 +67,20 @@ class MockModel {
 
   const ModelInfo& info() const { return info_; }
   Status init_kv_cache(const KvCacheConfig& config);
-  Status forward(const ForwardBatch& batch, std::span<float> out);
+  // Computes the rows; with sampling rows, samples them with the framework's StepSampler (the CPU
+  // models' sampler), so engine tests exercise the real sampling path.
+  Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out);
+  Status forward(const ForwardBatch& batch, std::span<float> rows) { return step(batch, {}, StepOutput{.rows = rows}); }
   Status copy_blocks(std::span<const BlockCopy> copies);
 
-  // The pure functions behind forward(), exposed so tests can compute expected outputs directly.
+  // The pure functions behind step(), exposed so tests can compute expected outputs directly.
   static uint64_t mix(uint64_t prefix_hash, TokenId token);
   uint64_t initial_hash() const;
   void fill_logits(uint64_t hash, std::span<float> row) const;
   void fill_hidden(uint64_t hash, std::span<float> row) const;
 
  private:
+  Status compute_rows(const ForwardBatch& batch, std::span<float> out);
   std::size_t slot_of(std::span<const BlockId> table, int32_t position) const;
   // The hash of position `pos` (token `token`) given what the cache holds before it.
   Result<uint64_t> hash_at(std::span<const BlockId> table, int32_t seq, int32_t pos, TokenId token) const;
@@ -97,6 +102,8 @@ class MockModel {
   std::vector<TokenId> slot_tokens_;     // [slots] with a sliding window, -1 = never written
   std::vector<ScriptState> script_;      // [slots] when replies are configured
   std::vector<int32_t> triggers_;        // [slots x replies]
+  StepSampler sampler_;
+  std::vector<float> logits_;            // [outputs x vocab] of a sampled step
 };
 
 static_assert(PluginModel<MockModel>);

@@ -26,12 +26,12 @@ static llaisys_status init_kv(llaisys_model* m, const llaisys_kv_cache_config* c
   (void)c;
   return fail(e);
 }
-static llaisys_status forward(llaisys_model* m, const llaisys_forward_batch* b, float* o, uint64_t n,
-                              llaisys_error* e) {
+static llaisys_status step(llaisys_model* m, const llaisys_forward_batch* b, const llaisys_sample_row* s,
+                           const llaisys_step_output* o, llaisys_error* e) {
   (void)m;
   (void)b;
+  (void)s;
   (void)o;
-  (void)n;
   return fail(e);
 }
 static llaisys_status copy_blocks(llaisys_model* m, const llaisys_block_copy* c, int32_t n,
@@ -52,7 +52,9 @@ static const char* const kArchitectures[] = {"BrokenForCausalLM", NULL};
 
 static llaisys_plugin kTable = {
 #if defined(BROKEN_KIND_bad_abi)
-    .abi_version = LLAISYS_PLUGIN_ABI_VERSION + 41,
+    .abi_version = LLAISYS_PLUGIN_ABI_VERSION + 40,
+#elif defined(BROKEN_KIND_abi_v1)
+    .abi_version = 1, /* a plugin built before sampling moved into the step */
 #else
     .abi_version = LLAISYS_PLUGIN_ABI_VERSION,
 #endif
@@ -68,10 +70,10 @@ static llaisys_plugin kTable = {
     .destroy = destroy,
     .get_info = get_info,
     .init_kv_cache = init_kv,
-#if defined(BROKEN_KIND_missing_forward)
-    .forward = NULL,
+#if defined(BROKEN_KIND_missing_step)
+    .step = NULL,
 #else
-    .forward = forward,
+    .step = step,
 #endif
     .copy_blocks = copy_blocks,
 };

@@ -254,7 +254,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void flush() {
     if (writing_ || pending_.empty() || closed_) return;
     writing_ = true;
-    in_flight_ = std::move(pending_);
+    sending_ = std::move(pending_);
     pending_.clear();
     written_ = 0;
     write_some();
@@ -265,17 +265,17 @@ class Session : public std::enable_shared_from_this<Session> {
   // stops is not), while --max-stream-backlog-bytes bounds what piles up behind it.
   void write_some() {
     arm_write_deadline();
-    socket_.async_write_some(net::buffer(in_flight_.data() + written_, in_flight_.size() - written_),
+    socket_.async_write_some(net::buffer(sending_.data() + written_, sending_.size() - written_),
                              [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                                if (!ec) self->written_ += n;
-                               if (!ec && self->written_ < self->in_flight_.size() && !self->closed_) {
+                               if (!ec && self->written_ < self->sending_.size() && !self->closed_) {
                                  return self->write_some();
                                }
                                self->on_write(ec);
                              });
   }
 
-  std::size_t unwritten() const { return pending_.size() + (in_flight_.size() - written_); }
+  std::size_t unwritten() const { return pending_.size() + (sending_.size() - written_); }
 
   // A client that keeps the connection open but stops reading would otherwise hold its request
   // (and its KV blocks) forever: no progress within --write-timeout-ms drops it.
@@ -309,7 +309,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_write(beast::error_code ec) {
     writing_ = false;
     write_deadline_.cancel();
-    in_flight_.clear();
+    sending_.clear();
     written_ = 0;
     last_write_ = Clock::now();
     if (ec) {
@@ -514,7 +514,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_{kHeaderLimit + kReadSlack};
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string continue_;
-  std::string pending_, in_flight_;
+  std::string pending_, sending_;
   std::unique_ptr<Job> job_;
   RequestLogEntry log_entry_;
   std::string method_, target_, origin_;
@@ -535,7 +535,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool recorded_ = false;  // the current request is counted (record)
   bool logged_ = false;    // ... and its log line written (write_log)
   uint64_t write_generation_ = 0;
-  std::size_t written_ = 0;  // bytes of in_flight_ already written
+  std::size_t written_ = 0;  // bytes of sending_ already written
   std::string slow_reader_;  // why the connection was dropped as a slow reader (for the log line)
 };
 

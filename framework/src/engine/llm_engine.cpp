@@ -1,10 +1,12 @@
 #include "llaisys/engine/llm_engine.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 
 #include "llaisys/core/log.hpp"
 #include "model_runner.hpp"
+#include "llaisys/scheduler/batch_scheduler.hpp"
 #include "output_processor.hpp"
 
 namespace llaisys {
@@ -30,6 +32,7 @@ struct LLMEngine::State {
   int64_t num_steps = 0;
   int64_t num_failed_steps = 0;
   int64_t num_computed_tokens = 0;
+  StepTimes times;
 };
 
 namespace {
@@ -71,7 +74,8 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(EngineModel model, const En
                       "a KV budget of {} bytes holds no block of {} tokens at {} bytes per token",
                       config.kv_cache_bytes, config.block_size, info.kv_bytes_per_token);
   }
-  const KvCacheConfig kv{.num_blocks = num_blocks, .block_size = config.block_size};
+  // One sequence slot per running sequence: a choice holds one while it runs with penalties.
+  const KvCacheConfig kv{.num_blocks = num_blocks, .block_size = config.block_size, .num_seq_slots = config.max_num_seqs};
   LLAISYS_RETURN_IF_ERROR(model.init_kv_cache(kv).with_context("allocating the KV cache"));
   log::debug("engine: {} KV blocks of {} tokens ({} MiB), context {}, prefix cache {}, sliding window {}",
              num_blocks, config.block_size,
@@ -89,7 +93,7 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(EngineModel model, const En
   auto state = std::make_unique<State>(State{
       .runner = engine_detail::ModelRunner(std::move(model)),
       .scheduler = std::move(scheduler),
-      .outputs = engine_detail::OutputProcessor(info, tokenizer, max_sequence_tokens, seed),
+      .outputs = engine_detail::OutputProcessor(info, tokenizer, max_sequence_tokens, seed, kv.num_seq_slots),
       .tokenizer = tokenizer,
       .config = config});
   return std::unique_ptr<LLMEngine>(new LLMEngine(std::move(state)));
@@ -187,19 +191,41 @@ void LLMEngine::fail_all(std::string_view reason) {
   }
 }
 
-// One step: schedule -> run -> sample -> postprocess.
+namespace {
+
+using Clock = std::chrono::steady_clock;
+uint64_t nanoseconds_since(Clock::time_point& mark) {
+  const Clock::time_point now = Clock::now();
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - mark).count();
+  mark = now;
+  return static_cast<uint64_t>(ns);
+}
+
+}  // namespace
+
+// One step: schedule -> the model's step (forward + sampling) -> stop rules and outputs.
 std::vector<RequestOutput> LLMEngine::step() {
   State& s = *state_;
+  Clock::time_point mark = Clock::now();
   SchedulerOutput plan = s.scheduler.schedule();
   s.outputs.on_finished(plan.finished);
-  s.outputs.on_scheduled(plan, s.scheduler);
+  s.outputs.on_scheduled(plan);
+  s.times.schedule_ns += nanoseconds_since(mark);
   if (!plan.empty()) {
     ++s.num_steps;
-    Result<const engine_detail::StepRows*> rows = s.runner.run(plan);
+    const engine_detail::SamplingRows& sampling = s.outputs.sampling_rows(plan);
+    s.times.prepare_ns += nanoseconds_since(mark);
+    Result<const engine_detail::StepRows*> rows = s.runner.run(plan, sampling);
+    const uint64_t model_ns = nanoseconds_since(mark);
     if (rows.ok()) {
+      const StepTimings& t = rows.value()->timings();
+      s.times.forward_ns += t.forward_ns;
+      s.times.sample_ns += t.sample_ns;
+      s.times.model_other_ns += model_ns - std::min(model_ns, t.forward_ns + t.sample_ns);
       s.num_computed_tokens += plan.num_batched_tokens;
-      s.scheduler.update(s.outputs.process(plan, *rows.value(), s.scheduler));
+      s.scheduler.update(s.outputs.process(plan, *rows.value()));
     } else {
+      s.times.model_other_ns += model_ns;
       ++s.num_failed_steps;
       log::error("engine: model pass failed, failing its {} sequences: {}", plan.chunks.size(),
                  rows.status().message());
@@ -210,7 +236,9 @@ std::vector<RequestOutput> LLMEngine::step() {
       }
     }
   }
-  return s.outputs.collect();
+  std::vector<RequestOutput> outputs = s.outputs.collect();
+  s.times.output_ns += nanoseconds_since(mark);
+  return outputs;
 }
 
 Status LLMEngine::check_kv_invariants() const { return state_->scheduler.kv().validate(); }
@@ -228,7 +256,8 @@ EngineStats LLMEngine::stats() const {
           .num_generated_tokens = state_->outputs.num_generated_tokens(),
           .num_steps = state_->num_steps,
           .num_failed_steps = state_->num_failed_steps,
-          .num_finished = state_->outputs.num_finished()};
+          .num_finished = state_->outputs.num_finished(),
+          .times = state_->times};
 }
 
 }  // namespace llaisys

@@ -1,35 +1,48 @@
 #pragma once
-// ModelRunner: turns a SchedulerOutput into forward passes and hands back the output rows. It only
-// packs and runs (nano-vllm's ModelRunner): no decisions, no request state.
+// ModelRunner: turns a SchedulerOutput and its SamplingRows into model steps and hands back what the
+// model produced. It only packs and runs (nano-vllm's ModelRunner): no decisions, no request state.
 //
-// Chunks that want logits go into one pass; chunks of embedding requests (hidden states, one row
-// per token) into a second one, since a pass has a single output kind. Block copies run first.
+// Chunks whose rows are sampled go into one step (one output row per sampling row: choices forking
+// from one prompt repeat its last token); chunks of embedding requests (hidden states, one row per
+// token) into a second one, since a pass has a single output kind. Block copies run first.
 
 #include <span>
 #include <vector>
 
 #include "llaisys/engine/engine_model.hpp"
-#include "llaisys/scheduler/batch_scheduler.hpp"
+#include "llaisys/sampling/sampler.hpp"
+#include "llaisys/scheduler/step_plan.hpp"
+#include "sampling_rows.hpp"
 
 namespace llaisys::engine_detail {
 
-// Rows produced by one step, indexed by the chunk's position in SchedulerOutput::chunks.
+// What one step produced.
 class StepRows {
  public:
-  // [vocab_size] logits of the chunk's last token; empty when the chunk has no sampling row.
-  std::span<const float> logits(std::size_t chunk) const;
+  // The token sampled for sampling row `row`.
+  TokenId token(std::size_t row) const { return tokens_[row]; }
+  // Its raw logprob and the num_top most likely (rows that asked for logprobs).
+  TokenLogprob logprobs(std::size_t row, int32_t num_top) const;
+  // [vocab_size] raw logits of a row that asked for them (SampleRow::logits_row).
+  std::span<const float> logits(int32_t logits_row) const;
   // [num_tokens, hidden_size] hidden states of every token of an embedding chunk.
   std::span<const float> hidden(std::size_t chunk) const;
+  const StepTimings& timings() const { return timings_; }
 
  private:
   friend class ModelRunner;
-  std::vector<float> logits_;           // [num_logit_rows, vocab_size]
-  std::vector<float> hidden_;           // [num_hidden_rows, hidden_size]
-  std::vector<int32_t> logit_row_;      // [num_chunks] first row, -1 for none
+  std::vector<int32_t> tokens_;         // [rows]
+  std::vector<float> logprobs_;         // [rows]
+  std::vector<int32_t> top_ids_;        // [rows x top_width]
+  std::vector<float> top_logprobs_;     // [rows x top_width]
+  std::vector<float> logits_;           // [logits rows, vocab_size]
+  std::vector<float> hidden_;           // [hidden rows, hidden_size]
   std::vector<int32_t> hidden_row_;     // [num_chunks] first row, -1 for none
   std::vector<int32_t> hidden_count_;   // [num_chunks]
+  int32_t top_width_ = 0;
   int32_t vocab_size_ = 0;
   int32_t hidden_size_ = 0;
+  StepTimings timings_;
 };
 
 class ModelRunner {
@@ -38,10 +51,15 @@ class ModelRunner {
   const ModelInfo& info() const { return model_.info(); }
   Status init_kv_cache(const KvCacheConfig& config) { return model_.init_kv_cache(config); }
   // Runs the step. The returned rows stay valid until the next call.
-  Result<const StepRows*> run(const SchedulerOutput& plan);
+  Result<const StepRows*> run(const SchedulerOutput& plan, const SamplingRows& sampling);
 
  private:
-  Status run_pass(const SchedulerOutput& plan, OutputKind kind);
+  Status run_sampled(const SchedulerOutput& plan, const SamplingRows& sampling);
+  Status run_hidden(const SchedulerOutput& plan);
+  void clear_batch();
+  // Appends the chunk's tokens as the next sequence of the batch; returns the index of its first token.
+  int32_t add_chunk(const ScheduledChunk& chunk);
+  Status step(OutputKind kind, std::span<const SampleRow> sampling, const StepOutput& out);
 
   EngineModel model_;
   StepRows rows_;
@@ -52,6 +70,7 @@ class ModelRunner {
   std::vector<const BlockId*> block_tables_;
   std::vector<int32_t> block_table_lens_;
   std::vector<int32_t> output_indices_;
+  std::vector<int32_t> last_token_;  // [num_chunks] the batch index of each chunk's last token, -1: not in
 };
 
 }  // namespace llaisys::engine_detail

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "llaisys/core/log.hpp"
+#include "pooling.hpp"
 
 namespace llaisys::engine_detail {
 namespace {
@@ -28,8 +30,12 @@ FinishReason finish_reason_of(SeqStatus status) {
 }
 
 OutputProcessor::OutputProcessor(const ModelInfo& info, std::shared_ptr<const text::Tokenizer> tokenizer,
-                                 int32_t max_sequence_tokens, uint64_t seed)
-    : info_(info), tokenizer_(std::move(tokenizer)), max_sequence_tokens_(max_sequence_tokens), seed_source_(seed) {}
+                                 int32_t max_sequence_tokens, uint64_t seed, int32_t num_seq_slots)
+    : info_(info),
+      tokenizer_(std::move(tokenizer)),
+      max_sequence_tokens_(max_sequence_tokens),
+      seed_source_(seed),
+      slots_(num_seq_slots) {}
 
 void OutputProcessor::add_generate(RequestId id, GenerateRequest request, std::span<const SeqId> seqs,
                                    RequestTimes::TimePoint arrival) {
@@ -39,8 +45,12 @@ void OutputProcessor::add_generate(RequestId id, GenerateRequest request, std::s
   // Only an unseeded request draws from the engine's stream (value_or would draw for every request,
   // so what an unseeded request got would depend on how many seeded ones came before it).
   const uint64_t seed = request.sampling.seed ? *request.sampling.seed : seed_source_();
+  for (const auto& [token, bias] : request.sampling.logit_bias) {
+    r.bias_ids.push_back(token);
+    r.bias_values.push_back(bias);
+  }
   for (std::size_t c = 0; c < seqs.size(); ++c) {
-    Choice choice{.seq = seqs[c], .rng = make_rng(seed, static_cast<uint32_t>(c))};
+    Choice choice{.seq = seqs[c], .seed = choice_seed(seed, static_cast<uint32_t>(c))};
     choice.delta.index = static_cast<int32_t>(c);
     if (tokenizer_) {
       choice.detokenizer.emplace(tokenizer_,
@@ -52,16 +62,21 @@ void OutputProcessor::add_generate(RequestId id, GenerateRequest request, std::s
     r.choices.push_back(std::move(choice));
   }
   r.num_unfinished = static_cast<int32_t>(seqs.size());
-  request.prompt_ids.clear();
-  request.prompt_ids.shrink_to_fit();
+  // The scheduler holds the prompt; a copy stays here only when a slot reset may need it.
+  const SamplingParams& p = request.sampling;
+  r.has_penalties = p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+  if (!r.has_penalties) {
+    request.prompt_ids.clear();
+    request.prompt_ids.shrink_to_fit();
+  }
   r.request = std::move(request);
 }
 
 void OutputProcessor::add_embedding(RequestId id, EmbedRequest request, SeqId seq, RequestTimes::TimePoint arrival) {
   RequestState& r = requests_[id];
   r.is_embedding = true;
-  r.pooling = request.pooling;
-  r.normalize = request.normalize;
+  r.pool.pooling = request.pooling;
+  r.pool.normalize = request.normalize;
   r.usage.prompt_tokens = static_cast<int32_t>(request.prompt_ids.size());
   r.times.arrival = arrival == RequestTimes::TimePoint{} ? Clock::now() : arrival;
   r.choices.push_back(Choice{.seq = seq});
@@ -69,7 +84,7 @@ void OutputProcessor::add_embedding(RequestId id, EmbedRequest request, SeqId se
   owners_[seq] = {id, 0};
 }
 
-OutputProcessor::Choice* OutputProcessor::choice_of(SeqId seq, RequestState** request) {
+Choice* OutputProcessor::choice_of(SeqId seq, RequestState** request) {
   auto owner = owners_.find(seq);
   if (owner == owners_.end()) return nullptr;
   auto r = requests_.find(owner->second.first);
@@ -90,6 +105,7 @@ void OutputProcessor::finish_choice(RequestState& r, Choice& c, FinishReason rea
   if (c.finished) return;
   if (c.detokenizer) c.delta.text += c.detokenizer->finish();  // held-back text, "" after a stop string
   c.finished = true;
+  slots_.release(std::exchange(c.slot, -1));
   c.has_news = true;
   c.delta.finish_reason = reason;
   c.delta.finish_detail = std::move(detail);
@@ -99,7 +115,7 @@ void OutputProcessor::finish_choice(RequestState& r, Choice& c, FinishReason rea
   }
 }
 
-void OutputProcessor::on_scheduled(const SchedulerOutput& plan, const BatchScheduler& scheduler) {
+void OutputProcessor::on_scheduled(const SchedulerOutput& plan) {
   const auto now = Clock::now();
   for (const ScheduledChunk& chunk : plan.chunks) {
     RequestState* r = nullptr;
@@ -107,64 +123,82 @@ void OutputProcessor::on_scheduled(const SchedulerOutput& plan, const BatchSched
     if (r->times.first_scheduled == RequestTimes::TimePoint{}) r->times.first_scheduled = now;
     if (!r->cached_tokens_known) {
       r->cached_tokens_known = true;
-      r->usage.cached_tokens = scheduler.sequence(chunk.seq)->num_cached_tokens;
+      r->usage.cached_tokens = chunk.num_cached_tokens;
     }
   }
   for (SeqId seq : plan.preempted) {
     RequestState* r = nullptr;
-    if (choice_of(seq, &r) != nullptr) ++r->times.num_preemptions;
+    Choice* c = choice_of(seq, &r);
+    if (c == nullptr) continue;
+    ++r->times.num_preemptions;
+    slots_.release(std::exchange(c->slot, -1));  // its counts are sent again when it resumes
   }
 }
 
-StepResult OutputProcessor::process(const SchedulerOutput& plan, const StepRows& rows,
-                                    const BatchScheduler& scheduler) {
-  StepResult result;
+const SamplingRows& OutputProcessor::sampling_rows(const SchedulerOutput& plan) {
+  sampling_.clear();
   for (std::size_t index = 0; index < plan.chunks.size(); ++index) {
     const ScheduledChunk& chunk = plan.chunks[index];
-    if (chunk.output_kind == OutputKind::hidden) {
-      RequestState* r = nullptr;
-      Choice* c = choice_of(chunk.seq, &r);
-      if (c != nullptr) result.updates.push_back(pool_hidden(*r, *c, chunk, rows.hidden(index)));
-      continue;
-    }
+    if (chunk.output_kind != OutputKind::logits) continue;
     for (SeqId target : chunk.sample_for) {
       RequestState* r = nullptr;
       Choice* c = choice_of(target, &r);
-      const Sequence* seq = scheduler.sequence(target);
-      if (c == nullptr || seq == nullptr || c->finished) continue;
-      result.updates.push_back(sample_one(*r, *c, *seq, rows.logits(index)));
+      if (c == nullptr || c->finished) continue;
+      if (Status status = sampling_.add(*r, *c, index, chunk.end_position(), info_, slots_); !status.ok()) {
+        log::error("engine: sequence {}: {}", target, status.message());
+        finish_choice(*r, *c, FinishReason::error, status.message());
+      }
+    }
+  }
+  sampling_.finish();
+  return sampling_;
+}
+
+StepResult OutputProcessor::process(const SchedulerOutput& plan, const StepRows& rows) {
+  StepResult result;
+  std::size_t row = 0;
+  for (std::size_t index = 0; index < plan.chunks.size(); ++index) {
+    const ScheduledChunk& chunk = plan.chunks[index];
+    RequestState* r = nullptr;
+    if (chunk.output_kind == OutputKind::hidden) {
+      Choice* c = choice_of(chunk.seq, &r);
+      if (c == nullptr) continue;
+      SeqUpdate update{.seq = c->seq};
+      if (pool_hidden(r->pool, chunk, rows.hidden(index), info_.hidden_size)) {
+        r->times.first_token = r->times.last_token = Clock::now();
+        finish_choice(*r, *c, FinishReason::stop, "");
+        update.finish = SeqStatus::finished_stopped;
+      }
+      result.updates.push_back(update);
+      continue;
+    }
+    for (; row < sampling_.size() && sampling_.chunk(row) == index; ++row) {
+      Choice* c = choice_of(sampling_.seq(row), &r);
+      if (c == nullptr || c->finished) continue;
+      result.updates.push_back(apply_token(*r, *c, rows, row, chunk.end_position()));
     }
   }
   return result;
 }
 
-SeqUpdate OutputProcessor::sample_one(RequestState& r, Choice& c, const Sequence& seq,
-                                      std::span<const float> raw_row) {
+SeqUpdate OutputProcessor::apply_token(RequestState& r, Choice& c, const StepRows& rows, std::size_t row,
+                                       int32_t position) {
   const GenerateRequest& request = r.request;
   const StopConditions& stop = request.stop;
-  row_.assign(raw_row.begin(), raw_row.end());
-  if (c.num_output_tokens < stop.min_tokens) {  // too early to stop: EOS and stop ids are masked
-    const float masked = -std::numeric_limits<float>::infinity();
-    auto mask = [&](TokenId id) {
-      if (id >= 0 && static_cast<std::size_t>(id) < row_.size()) row_[static_cast<std::size_t>(id)] = masked;
-    };
-    if (!stop.ignore_eos) std::for_each(info_.eos_token_ids.begin(), info_.eos_token_ids.end(), mask);
-    std::for_each(stop.stop_token_ids.begin(), stop.stop_token_ids.end(), mask);
-  }
-  const TokenId token = sampler_.sample(row_, TokenHistory(seq.prompt(), seq.output()), request.sampling, c.rng);
+  const TokenId token = rows.token(row);
   const auto now = Clock::now();
   if (r.times.first_token == RequestTimes::TimePoint{}) r.times.first_token = now;
   r.times.last_token = now;
   ++c.num_output_tokens;
   ++r.usage.completion_tokens;
   ++num_generated_tokens_;
+  if (r.has_penalties) c.output_ids.push_back(token);
   c.has_news = true;
   c.delta.token_ids.push_back(token);
-  if (request.sampling.num_logprobs >= 0) {
-    c.delta.logprobs.push_back(compute_logprobs(raw_row, token, request.sampling.num_logprobs));
-  }
+  if (request.sampling.num_logprobs >= 0) c.delta.logprobs.push_back(rows.logprobs(row, request.sampling.num_logprobs));
   if (request.sampling.num_top_logits > 0) {
-    c.delta.top_logits.push_back(top_raw_logits(raw_row, request.sampling.num_top_logits));
+    c.delta.top_logits.push_back(top_raw_logits(rows.logits(sampling_.rows()[row].logits_row),
+                                                request.sampling.num_top_logits));
   }
 
   SeqUpdate update{.seq = c.seq, .token = token};
@@ -184,7 +218,7 @@ SeqUpdate OutputProcessor::sample_one(RequestState& r, Choice& c, const Sequence
     }
   }
   if (!reason && stop.max_tokens && c.num_output_tokens >= *stop.max_tokens) reason = FinishReason::length;
-  if (!reason && seq.num_tokens() + 1 >= max_sequence_tokens_) {
+  if (!reason && position + 1 >= max_sequence_tokens_) {
     reason = FinishReason::length;
     detail = "the context is full";
   }
@@ -192,40 +226,6 @@ SeqUpdate OutputProcessor::sample_one(RequestState& r, Choice& c, const Sequence
     finish_choice(r, c, *reason, std::move(detail));
     update.finish = *reason == FinishReason::stop ? SeqStatus::finished_stopped : SeqStatus::finished_length_capped;
   }
-  return update;
-}
-
-SeqUpdate OutputProcessor::pool_hidden(RequestState& r, Choice& c, const ScheduledChunk& chunk,
-                                       std::span<const float> rows) {
-  const auto width = static_cast<std::size_t>(info_.hidden_size);
-  r.pooled.resize(width, 0.0);
-  const std::size_t num_rows = width > 0 ? rows.size() / width : 0;
-  if (r.pooling == Pooling::mean) {
-    // After a preemption the prompt is recomputed from the start: pool each position once.
-    const auto first = static_cast<std::size_t>(std::max(0, r.num_pooled - chunk.start_position));
-    for (std::size_t t = first; t < num_rows; ++t) {
-      for (std::size_t i = 0; i < width; ++i) r.pooled[i] += static_cast<double>(rows[t * width + i]);
-    }
-    r.num_pooled = std::max(r.num_pooled, chunk.start_position + static_cast<int32_t>(num_rows));
-  } else if (num_rows > 0) {
-    for (std::size_t i = 0; i < width; ++i) r.pooled[i] = static_cast<double>(rows[(num_rows - 1) * width + i]);
-    r.num_pooled = 1;
-  }
-  SeqUpdate update{.seq = c.seq};
-  if (!chunk.completes_sequence) return update;
-  double norm = 0.0;
-  for (double& v : r.pooled) {
-    v /= std::max(r.num_pooled, 1);
-    norm += v * v;
-  }
-  norm = std::sqrt(norm);
-  r.embedding.resize(width);
-  for (std::size_t i = 0; i < width; ++i) {
-    r.embedding[i] = static_cast<float>(r.normalize && norm > 0.0 ? r.pooled[i] / norm : r.pooled[i]);
-  }
-  r.times.first_token = r.times.last_token = Clock::now();
-  finish_choice(r, c, FinishReason::stop, "");
-  update.finish = SeqStatus::finished_stopped;
   return update;
 }
 
@@ -255,7 +255,7 @@ std::vector<RequestOutput> OutputProcessor::collect() {
       continue;
     }
     if (out.finished) {
-      out.embedding = std::move(r.embedding);
+      out.embedding = std::move(r.pool.embedding);
       for (const Choice& c : r.choices) owners_.erase(c.seq);
       it = requests_.erase(it);
     } else {

@@ -1,27 +1,30 @@
 #pragma once
-// OutputProcessor: the engine's per-request state. It samples each sequence's next token from its
-// logits row, applies the stop rules, turns tokens into text deltas, pools embeddings, keeps usage
-// and timestamps, and assembles RequestOutputs. It never touches the scheduler's or the KV state:
-// its verdicts go back as a StepResult.
+// OutputProcessor: the engine's per-request state. It tells the model how each choice samples
+// (SamplingRows), then turns the sampled tokens into outputs: stop rules, text deltas (the
+// detokenizer), logprobs, usage and timestamps, pooled embeddings. Sampling itself happens in the
+// model's step. It never touches the scheduler's or the KV state: everything it needs comes in the
+// plan, and its verdicts go back as a StepResult.
 
+#include <array>
 #include <map>
 #include <memory>
-#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "llaisys/engine/llm_engine.hpp"
-#include "llaisys/scheduler/batch_scheduler.hpp"
-#include "llaisys/text/incremental_detokenizer.hpp"
+#include "llaisys/scheduler/step_plan.hpp"
 #include "model_runner.hpp"
+#include "request_state.hpp"
+#include "sampling_rows.hpp"
 
 namespace llaisys::engine_detail {
 
 class OutputProcessor {
  public:
+  // num_seq_slots: the model's sequence slots (KvCacheConfig::num_seq_slots).
   OutputProcessor(const ModelInfo& info, std::shared_ptr<const text::Tokenizer> tokenizer,
-                  int32_t max_sequence_tokens, uint64_t seed);
+                  int32_t max_sequence_tokens, uint64_t seed, int32_t num_seq_slots);
 
   // `arrival` epoch 0: now.
   void add_generate(RequestId id, GenerateRequest request, std::span<const SeqId> seqs, RequestTimes::TimePoint arrival);
@@ -30,8 +33,13 @@ class OutputProcessor {
   // Finishes every unfinished choice of the request (used when it never reaches the scheduler).
   void finish_request(RequestId id, FinishReason reason, const std::string& detail);
 
-  void on_scheduled(const SchedulerOutput& plan, const BatchScheduler& scheduler);
-  StepResult process(const SchedulerOutput& plan, const StepRows& rows, const BatchScheduler& scheduler);
+  // Timestamps, cached tokens, preemptions (a preempted choice gives its sequence slot back).
+  void on_scheduled(const SchedulerOutput& plan);
+  // How the model samples each output row of the plan, in plan order. A choice that cannot be
+  // described (no sequence slot left: a bug) is finished with an error and gets no row.
+  const SamplingRows& sampling_rows(const SchedulerOutput& plan);
+  // The step's results (rows built by the last sampling_rows()) -> outputs and the scheduler's verdicts.
+  StepResult process(const SchedulerOutput& plan, const StepRows& rows);
   void on_finished(std::span<const FinishedSeq> finished);
   // Outputs of every request with news; finished requests are forgotten.
   std::vector<RequestOutput> collect();
@@ -42,40 +50,16 @@ class OutputProcessor {
   const std::array<int64_t, 5>& num_finished() const { return num_finished_; }
 
  private:
-  struct Choice {
-    SeqId seq = -1;
-    Rng rng;
-    std::optional<text::IncrementalDetokenizer> detokenizer;
-    ChoiceDelta delta;        // news since the last output
-    bool has_news = false;
-    bool finished = false;
-    int32_t num_output_tokens = 0;
-  };
-  struct RequestState {
-    GenerateRequest request;  // prompt_ids cleared after admission (the scheduler holds them)
-    bool is_embedding = false;
-    Pooling pooling = Pooling::last;
-    bool normalize = true;
-    std::vector<Choice> choices;
-    Usage usage;
-    RequestTimes times;
-    bool cached_tokens_known = false;
-    std::vector<double> pooled;  // embedding: running sum (mean) or last row
-    int32_t num_pooled = 0;
-    std::vector<float> embedding;
-    int32_t num_unfinished = 0;
-  };
   Choice* choice_of(SeqId seq, RequestState** request);
   void finish_choice(RequestState& r, Choice& c, FinishReason reason, std::string detail);
-  SeqUpdate sample_one(RequestState& r, Choice& c, const Sequence& seq, std::span<const float> row);
-  SeqUpdate pool_hidden(RequestState& r, Choice& c, const ScheduledChunk& chunk, std::span<const float> rows);
+  SeqUpdate apply_token(RequestState& r, Choice& c, const StepRows& rows, std::size_t row, int32_t position);
 
   ModelInfo info_;
   std::shared_ptr<const text::Tokenizer> tokenizer_;
   int32_t max_sequence_tokens_;
-  Rng seed_source_;
-  LogitsSampler sampler_;
-  std::vector<float> row_;  // [vocab_size] the row being sampled (the sampler edits it)
+  Rng seed_source_;  // seeds of unseeded requests
+  SeqSlots slots_;
+  SamplingRows sampling_;
   std::map<RequestId, RequestState> requests_;  // ordered: outputs come in request order
   std::unordered_map<SeqId, std::pair<RequestId, int32_t>> owners_;  // seq -> (request, choice)
   int64_t num_generated_tokens_ = 0;

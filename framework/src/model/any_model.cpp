@@ -112,7 +112,8 @@ AnyModel::AnyModel(std::shared_ptr<const LoadedPlugin> plugin, llaisys_model* ha
 AnyModel::AnyModel(AnyModel&& other) noexcept
     : plugin_(std::move(other.plugin_)),
       handle_(std::exchange(other.handle_, nullptr)),
-      info_(std::move(other.info_)) {}
+      info_(std::move(other.info_)),
+      c_rows_(std::move(other.c_rows_)) {}
 
 AnyModel& AnyModel::operator=(AnyModel&& other) noexcept {
   if (this != &other) {
@@ -120,6 +121,7 @@ AnyModel& AnyModel::operator=(AnyModel&& other) noexcept {
     plugin_ = std::move(other.plugin_);
     handle_ = std::exchange(other.handle_, nullptr);
     info_ = std::move(other.info_);
+    c_rows_ = std::move(other.c_rows_);
   }
   return *this;
 }
@@ -134,7 +136,8 @@ void AnyModel::reset() noexcept {
 const std::string& AnyModel::plugin_name() const { return plugin_->name(); }
 
 Status AnyModel::init_kv_cache(const KvCacheConfig& config) {
-  llaisys_kv_cache_config c{.num_blocks = config.num_blocks, .block_size = config.block_size};
+  llaisys_kv_cache_config c{
+      .num_blocks = config.num_blocks, .block_size = config.block_size, .num_seq_slots = config.num_seq_slots};
   llaisys_error error{};
   if (llaisys_status code = plugin_->table().init_kv_cache(handle_, &c, &error); code != LLAISYS_OK) {
     return from_c_error(code, error, "init_kv_cache");
@@ -142,12 +145,16 @@ Status AnyModel::init_kv_cache(const KvCacheConfig& config) {
   return Status();
 }
 
-Status AnyModel::forward(const ForwardBatch& batch, std::span<float> out) {
+Status AnyModel::step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) {
   const llaisys_forward_batch c = batch.to_c();
+  c_rows_.clear();
+  for (const SampleRow& row : sampling) c_rows_.push_back(to_c(row));
+  const llaisys_step_output c_out = to_c(out);
   llaisys_error error{};
-  if (llaisys_status code = plugin_->table().forward(handle_, &c, out.data(), out.size(), &error);
+  if (llaisys_status code =
+          plugin_->table().step(handle_, &c, sampling.empty() ? nullptr : c_rows_.data(), &c_out, &error);
       code != LLAISYS_OK) {
-    return from_c_error(code, error, "forward");
+    return from_c_error(code, error, "step");
   }
   return Status();
 }

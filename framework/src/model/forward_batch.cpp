@@ -52,8 +52,7 @@ Result<ForwardBatch> ForwardBatch::from_c(const llaisys_forward_batch& c) {
   return b;
 }
 
-Status validate_forward_batch(const ForwardBatch& batch, const ModelInfo& info,
-                              const KvCacheConfig& kv_config, std::size_t out_len) {
+Status validate_forward_batch(const ForwardBatch& batch, const ModelInfo& info, const KvCacheConfig& kv_config) {
   if (batch.positions.size() != batch.token_ids.size() ||
       batch.seq_indices.size() != batch.token_ids.size() ||
       batch.block_table_lens.size() != batch.block_tables.size()) {
@@ -132,12 +131,6 @@ Status validate_forward_batch(const ForwardBatch& batch, const ModelInfo& info,
       return make_error(ErrorCode::invalid_argument, "output index {} outside [0, {})", index,
                         batch.num_tokens());
     }
-  }
-  const std::size_t expected = static_cast<std::size_t>(batch.num_outputs()) *
-                               static_cast<std::size_t>(info.output_width(batch.output_kind));
-  if (out_len != expected) {
-    return make_error(ErrorCode::invalid_argument, "output buffer holds {} floats, the batch needs {}",
-                      out_len, expected);
   }
   return Status();
 }

@@ -20,8 +20,16 @@ constexpr std::size_t kRequiredTableSize = offsetof(llaisys_plugin, copy_blocks)
 Status check_table(const llaisys_plugin* table) {
   if (table == nullptr) return Status(ErrorCode::plugin_error, "entry point returned NULL");
   if (table->abi_version != LLAISYS_PLUGIN_ABI_VERSION) {
-    return make_error(ErrorCode::plugin_error,
-                      "ABI version mismatch: plugin was built for ABI {}, this host speaks ABI {}",
+    // abi_version, struct_size and name keep their places in every version: the name is safe to read.
+    const std::string name = table->name != nullptr ? fmt::format("plugin '{}'", table->name) : "the plugin";
+    if (table->abi_version == 1) {
+      return make_error(ErrorCode::plugin_error,
+                        "{} was built for plugin ABI 1 (forward returns logits rows to the host); this host "
+                        "speaks ABI {}, where the model samples inside its step: rebuild it against this "
+                        "llaisys SDK (docs/PLUGINS.md)",
+                        name, LLAISYS_PLUGIN_ABI_VERSION);
+    }
+    return make_error(ErrorCode::plugin_error, "{} was built for plugin ABI {}, this host speaks ABI {}", name,
                       table->abi_version, LLAISYS_PLUGIN_ABI_VERSION);
   }
   if (table->struct_size < kRequiredTableSize) {
@@ -39,7 +47,7 @@ Status check_table(const llaisys_plugin* table) {
       {reinterpret_cast<const void*>(table->destroy), "destroy"},
       {reinterpret_cast<const void*>(table->get_info), "get_info"},
       {reinterpret_cast<const void*>(table->init_kv_cache), "init_kv_cache"},
-      {reinterpret_cast<const void*>(table->forward), "forward"},
+      {reinterpret_cast<const void*>(table->step), "step"},
       {reinterpret_cast<const void*>(table->copy_blocks), "copy_blocks"},
   };
   for (const auto& [fn, fn_name] : functions) {

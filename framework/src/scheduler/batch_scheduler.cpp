@@ -208,7 +208,8 @@ void BatchScheduler::add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_to
                        .token_ids = std::vector<TokenId>(s.tokens.begin() + static_cast<std::ptrdiff_t>(start),
                                                          s.tokens.begin() + static_cast<std::ptrdiff_t>(start) + num_tokens),
                        .output_kind = s.output_kind,
-                       .completes_sequence = s.num_computed_tokens + num_tokens == s.num_tokens()};
+                       .completes_sequence = s.num_computed_tokens + num_tokens == s.num_tokens(),
+                       .num_cached_tokens = s.num_cached_tokens};
   const std::span<const BlockId> table = kv_->block_table(s.id);
   chunk.block_table.assign(table.begin(), table.end());
   if (chunk.completes_sequence && s.output_kind == OutputKind::logits) {

@@ -1,6 +1,8 @@
 /* An out-of-tree plugin: plain C, built by a test with nothing but plugin_abi.h.
  * "EchoForCausalLM": vocabulary of 16; the logits after token t put 1.0 on (t + 1) % 16 and 0.0
- * elsewhere. Stateless, so the KV cache and block copies are no-ops. */
+ * elsewhere. Stateless, so the KV cache and block copies are no-ops. It samples greedily only (with
+ * the allowed mask) and refuses other sampling rows by name: a plugin need not implement the whole
+ * sampler, but must never ignore what it is asked. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,16 +51,36 @@ static llaisys_status init_kv(llaisys_model* model, const llaisys_kv_cache_confi
   model->kv_blocks = config->num_blocks;
   return LLAISYS_OK;
 }
-static llaisys_status forward(llaisys_model* model, const llaisys_forward_batch* batch, float* out,
-                              uint64_t out_len, llaisys_error* error) {
+static llaisys_status refuse(llaisys_error* error, const char* message) {
+  error->code = 1; /* invalid_argument */
+  strncpy(error->message, message, sizeof(error->message) - 1);
+  error->message[sizeof(error->message) - 1] = '\0';
+  return 1;
+}
+static int allowed(const llaisys_sample_row* row, int32_t token) {
+  return row->allowed == NULL || ((row->allowed[token / 32] >> (token % 32)) & 1u) != 0;
+}
+static llaisys_status step(llaisys_model* model, const llaisys_forward_batch* batch,
+                           const llaisys_sample_row* sampling, const llaisys_step_output* out,
+                           llaisys_error* error) {
   (void)model;
-  (void)error;
-  (void)out_len;
   for (int32_t r = 0; r < batch->num_outputs; ++r) {
-    const int32_t token = batch->token_ids[batch->output_token_indices[r]];
-    float* row = out + (size_t)r * ECHO_VOCAB;
-    for (int v = 0; v < ECHO_VOCAB; ++v) row[v] = 0.0f;
-    row[(token + 1) % ECHO_VOCAB] = 1.0f;
+    const int32_t next = (batch->token_ids[batch->output_token_indices[r]] + 1) % ECHO_VOCAB;
+    if (sampling == NULL) {
+      float* row = out->rows + (size_t)r * ECHO_VOCAB;
+      for (int v = 0; v < ECHO_VOCAB; ++v) row[v] = 0.0f;
+      row[next] = 1.0f;
+      continue;
+    }
+    const llaisys_sample_row* s = &sampling[r];
+    if (s->temperature > 0.0f || s->repetition_penalty != 1.0f || s->presence_penalty != 0.0f ||
+        s->frequency_penalty != 0.0f || s->num_logit_bias > 0 || s->num_top_logprobs >= 0 ||
+        s->logits_row >= 0) {
+      return refuse(error, "echo: only greedy sampling (temperature 0, no penalties, bias or logprobs)");
+    }
+    int32_t token = next;
+    for (int32_t v = 0; !allowed(s, token) && v < ECHO_VOCAB; ++v) token = v; /* lowest allowed id */
+    out->tokens[r] = token;
   }
   return LLAISYS_OK;
 }
@@ -82,7 +104,7 @@ static const llaisys_plugin kTable = {
     .destroy = destroy,
     .get_info = get_info,
     .init_kv_cache = init_kv,
-    .forward = forward,
+    .step = step,
     .copy_blocks = copy_blocks,
 };
 

@@ -13,6 +13,8 @@
 
 #include "llaisys/engine/llm_engine.hpp"
 #include "llaisys/model/registry.hpp"
+#include "llaisys/sampling/philox.hpp"
+#include "llaisys/sampling/sampler.hpp"
 #include "temp_dir.hpp"
 
 namespace llaisys::test {
@@ -152,6 +154,43 @@ inline std::vector<TokenId> reference_greedy(AnyModel& model, const std::vector<
       break;
     }
     if (static_cast<int32_t>(tokens.size()) >= context) break;
+  }
+  return output;
+}
+
+// Seeded sampling for one prompt straight on the model, as ABI 2 defines it: raw logits from a plain
+// forward, then the request's penalties (from the whole history) and bias, then the draw with
+// u = counter_uniform01(seed, position of the sampled token). EOS is ignored; no engine, scheduler,
+// sequence slot or KV store involved.
+inline std::vector<TokenId> reference_sampled(AnyModel& model, const std::vector<TokenId>& prompt,
+                                              const SamplingParams& params, uint64_t seed, int32_t max_tokens) {
+  constexpr int32_t kBlock = 16;
+  const ModelInfo& info = model.info();
+  const int32_t context = static_cast<int32_t>(prompt.size()) + max_tokens;
+  const int32_t num_blocks = (context + kBlock - 1) / kBlock;
+  REQUIRE(model.init_kv_cache({.num_blocks = num_blocks, .block_size = kBlock}).ok());
+  std::vector<BlockId> table(static_cast<std::size_t>(num_blocks));
+  std::iota(table.begin(), table.end(), 0);
+  const BlockId* tables[] = {table.data()};
+  const int32_t lens[] = {num_blocks};
+  std::vector<TokenId> tokens = prompt, output;
+  std::vector<float> logits(static_cast<std::size_t>(info.vocab_size));
+  LogitsSampler sampler;
+  SlotCounts scratch;
+  std::size_t fed = 0;
+  while (static_cast<int32_t>(output.size()) < max_tokens) {
+    const std::size_t n = tokens.size() - fed;
+    std::vector<int32_t> positions(n), seqs(n, 0);
+    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(fed));
+    const int32_t last[] = {static_cast<int32_t>(n - 1)};
+    REQUIRE(model.forward({.token_ids = std::span(tokens).subspan(fed), .positions = positions, .seq_indices = seqs,
+                           .block_tables = tables, .block_table_lens = lens, .output_token_indices = last},
+                          logits).ok());
+    fed = tokens.size();
+    apply_penalties(logits, TokenHistory(prompt, output), params, scratch);
+    const TokenId next = sampler.pick(logits, draw_params(params), counter_uniform01(seed, tokens.size()));
+    output.push_back(next);
+    tokens.push_back(next);
   }
   return output;
 }

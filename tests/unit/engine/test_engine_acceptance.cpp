@@ -43,25 +43,39 @@ TEST_CASE("batch invariance: 64 different prompts together give what each gives 
   CHECK(engine->check_kv_invariants().ok());
 }
 
-TEST_CASE("seeded sampling gives the same tokens alone and in a crowd") {
+TEST_CASE("seeded sampling gives the same tokens alone and in a crowd of 32") {
   MockModels models;
+  // Every sampler setting, penalties (sequence slots) and logit_bias included.
   auto sampled = [](int i) {
     GenerateRequest request{.prompt_ids = make_prompt(static_cast<uint64_t>(100 + i), 5 + i)};
     request.sampling = {.temperature = 0.9f, .top_k = 50, .top_p = 0.95f, .seed = static_cast<uint64_t>(i)};
+    switch (i % 4) {
+      case 1: request.sampling.min_p = 0.05f; break;
+      case 2:
+        request.sampling.repetition_penalty = 1.2f;
+        request.sampling.presence_penalty = 0.3f;
+        request.sampling.frequency_penalty = 0.2f;
+        break;
+      case 3: request.sampling.logit_bias = {{7, 5.0f}, {8, -100.0f}}; break;
+      default: break;
+    }
     request.stop.max_tokens = 24;
+    request.stop.min_tokens = i % 5 == 0 ? 4 : 0;
     return request;
   };
   auto crowd = models.engine({.num_kv_blocks = 512, .max_num_batched_tokens = 64});
-  for (int i = 0; i < 16; ++i) REQUIRE(crowd->submit(sampled(i)).ok());
+  for (int i = 0; i < 32; ++i) REQUIRE(crowd->submit(sampled(i)).ok());
   const auto together = run_all(*crowd);
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < 32; ++i) {
     auto alone_engine = models.engine({.num_kv_blocks = 512});
     REQUIRE(alone_engine->submit(sampled(i)).ok());
     const auto alone = run_all(*alone_engine);
+    INFO("request " << i);
     CHECK(alone.begin()->second.choices[0].tokens == together.at(i + 1).choices[0].tokens);
   }
   // Different seeds give different streams.
   CHECK(together.at(1).choices[0].tokens != together.at(2).choices[0].tokens);
+  CHECK(crowd->check_kv_invariants().ok());
 }
 
 TEST_CASE("cache hit == cache miss over a 4-turn conversation, with cached_tokens covering earlier turns") {
@@ -104,6 +118,10 @@ TEST_CASE("preemption: a KV budget too small for everyone gives the same outputs
       GenerateRequest request = greedy_request(make_prompt(static_cast<uint64_t>(200 + i), 10 + 3 * i), 40);
       request.stop.ignore_eos = true;
       if (i % 3 == 0) request.sampling = {.temperature = 1.0f, .seed = static_cast<uint64_t>(i)};
+      if (i % 3 == 1) {  // penalties: the sequence slot is given back at preemption, refilled on resume
+        request.sampling = {.temperature = 0.8f, .repetition_penalty = 1.3f, .presence_penalty = 0.4f,
+                            .frequency_penalty = 0.3f, .seed = static_cast<uint64_t>(i)};
+      }
       if (i == 5) request.n = 2;
       list.push_back(request);
     }

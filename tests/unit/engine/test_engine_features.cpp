@@ -11,17 +11,17 @@ using namespace llaisys::test;
 
 namespace {
 
-// Wraps the mock; forward() fails while `poison` is in the batch (a model error we can aim).
+// Wraps the mock; step() fails while `poison` is in the batch (a model error we can aim).
 struct FaultyModel {
   AnyModel inner;
   std::shared_ptr<std::atomic<TokenId>> poison;
   const ModelInfo& info() const { return inner.info(); }
   Status init_kv_cache(const KvCacheConfig& config) { return inner.init_kv_cache(config); }
-  Status forward(const ForwardBatch& batch, std::span<float> out) {
+  Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) {
     for (TokenId t : batch.token_ids) {
       if (t == poison->load()) return Status(ErrorCode::internal, "injected failure");
     }
-    return inner.forward(batch, out);
+    return inner.step(batch, sampling, out);
   }
   Status copy_blocks(std::span<const BlockCopy> copies) { return inner.copy_blocks(copies); }
 };
@@ -193,6 +193,30 @@ TEST_CASE("seeded requests do not shift the seeds the engine gives unseeded ones
   CHECK(a.choices[0].tokens == b.choices[0].tokens);
   // and the engine's stream does move on between unseeded requests
   CHECK(run_one(*alone, unseeded).choices[0].tokens != a.choices[0].tokens);
+}
+
+TEST_CASE("penalties, bias and seeds through the engine equal a host reference, with preemption") {
+  MockModels models;
+  AnyModel reference_model = models.open();
+  SamplingParams params{.temperature = 0.8f, .top_p = 0.9f, .repetition_penalty = 1.5f, .presence_penalty = 0.5f,
+                        .frequency_penalty = 0.5f, .seed = 11};
+  params.logit_bias = {{9, 3.0f}, {10, -100.0f}};
+  const std::vector<TokenId> prompt = make_prompt(77, 12);
+  const std::vector<TokenId> expected = reference_sampled(reference_model, prompt, params, 11, 48);
+  // A tight pool and competing requests preempt the penalised one at least once.
+  auto engine = models.engine({.block_size = 4, .num_kv_blocks = 24, .max_num_batched_tokens = 32});
+  for (int i = 0; i < 4; ++i) {
+    GenerateRequest other = greedy_request(make_prompt(static_cast<uint64_t>(300 + i), 20), 40);
+    other.stop.ignore_eos = true;
+    REQUIRE(engine->submit(other).ok());
+  }
+  GenerateRequest request{.prompt_ids = prompt, .sampling = params};
+  request.stop = {.max_tokens = 48, .ignore_eos = true};
+  const RequestId id = engine->submit(request).value();  // the newest: preempted first
+  const auto results = run_all(*engine);
+  CHECK(results.at(id).times.num_preemptions > 0);
+  CHECK(results.at(id).choices[0].tokens == expected);
+  CHECK(engine->check_kv_invariants().ok());
 }
 
 TEST_CASE("logprobs: the chosen token's raw log-probability and the top alternatives") {

@@ -47,15 +47,18 @@ TEST_CASE("each broken plugin gets its own clear error and loading goes on") {
 
   PluginRegistry registry;
   CHECK(registry.load_directory(dir.path()) == 1);
-  CHECK(registry.load_errors().size() == 6);
+  CHECK(registry.load_errors().size() == 7);
   CHECK_THAT(error_for(registry, "libnot-elf.so"), Catch::Contains("not a loadable shared library"));
   CHECK_THAT(error_for(registry, "broken-no_entry"),
              Catch::Contains("missing entry point 'llaisys_plugin_entry' (not a llaisys plugin?)"));
   CHECK_THAT(error_for(registry, "broken-bad_abi"),
-             Catch::Contains("ABI version mismatch: plugin was built for ABI 42, this host speaks ABI 1"));
+             Catch::Contains("plugin 'broken' was built for plugin ABI 42, this host speaks ABI 2"));
+  // A version 1 plugin (logits rows back to the host) is refused by name, with what to do.
+  CHECK_THAT(error_for(registry, "broken-abi_v1"),
+             Catch::Contains("plugin 'broken' was built for plugin ABI 1") && Catch::Contains("rebuild it"));
   CHECK_THAT(error_for(registry, "broken-null_table"), Catch::Contains("entry point returned NULL"));
-  CHECK_THAT(error_for(registry, "broken-missing_forward"),
-             Catch::Contains("plugin 'broken' table lacks 'forward'"));
+  CHECK_THAT(error_for(registry, "broken-missing_step"),
+             Catch::Contains("plugin 'broken' table lacks 'step'"));
   CHECK_THAT(error_for(registry, "broken-no_architectures"),
              Catch::Contains("plugin 'broken' serves no architectures"));
   // Every error names its file.
@@ -144,6 +147,23 @@ TEST_CASE("a plugin built outside the tree loads when the registry is pointed at
               .ok());
   CHECK(logits[4] == 1.0f);        // after token 3: 4
   CHECK(logits[16 + 10] == 1.0f);  // after token 9: 10
+
+  // Sampling in its step: greedy, with a mask; what it does not implement is refused by name.
+  REQUIRE(model->init_kv_cache({.num_blocks = 2, .block_size = 16, .num_seq_slots = 2}).ok());
+  const ForwardBatch batch{.token_ids = tokens,
+                           .positions = positions,
+                           .seq_indices = seqs,
+                           .block_tables = tables,
+                           .block_table_lens = lens,
+                           .output_token_indices = outputs};
+  const std::vector<uint32_t> only_7{1u << 7};
+  std::vector<SampleRow> rows{SampleRow{}, SampleRow{.allowed = only_7}};
+  std::vector<int32_t> sampled(2, -1);
+  REQUIRE(model->step(batch, rows, StepOutput{.tokens = sampled}).ok());
+  CHECK(sampled == std::vector<int32_t>{4, 7});
+  rows[0].temperature = 0.7f;
+  CHECK_THAT(model->step(batch, rows, StepOutput{.tokens = sampled}).message(),
+             Catch::Contains("echo: only greedy sampling"));
 }
 
 TEST_CASE("sliding_window is read from plugins whose info struct covers it, and must be >= 0") {
@@ -171,9 +191,9 @@ static llaisys_status get_info(const llaisys_model* m, llaisys_model_info* info,
 static llaisys_status init_kv(llaisys_model* m, const llaisys_kv_cache_config* c, llaisys_error* e) {
   (void)m; (void)c; (void)e; return LLAISYS_OK;
 }
-static llaisys_status forward(llaisys_model* m, const llaisys_forward_batch* b, float* o, uint64_t n,
-                              llaisys_error* e) {
-  (void)m; (void)b; (void)o; (void)n; (void)e; return LLAISYS_OK;
+static llaisys_status step(llaisys_model* m, const llaisys_forward_batch* b, const llaisys_sample_row* s,
+                           const llaisys_step_output* o, llaisys_error* e) {
+  (void)m; (void)b; (void)s; (void)o; (void)e; return LLAISYS_OK;
 }
 static llaisys_status copy_blocks(llaisys_model* m, const llaisys_block_copy* c, int32_t n, llaisys_error* e) {
   (void)m; (void)c; (void)n; (void)e; return LLAISYS_OK;
@@ -182,7 +202,7 @@ static const char* const kArchitectures[] = {"WindowForCausalLM", NULL};
 static const llaisys_plugin kTable = {
     .abi_version = LLAISYS_PLUGIN_ABI_VERSION, .struct_size = sizeof(llaisys_plugin), .name = "window",
     .version = "0", .architectures = kArchitectures, .create = create, .destroy = destroy,
-    .get_info = get_info, .init_kv_cache = init_kv, .forward = forward, .copy_blocks = copy_blocks};
+    .get_info = get_info, .init_kv_cache = init_kv, .step = step, .copy_blocks = copy_blocks};
 const llaisys_plugin* llaisys_plugin_entry(void) { return &kTable; }
 )";
   test::TempDir dir;

@@ -9,34 +9,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "distribution.hpp"
 #include "llaisys/sampling/sampler.hpp"
 
 using namespace llaisys;
+using namespace llaisys::sampling_test;
 
 namespace {
 
 const std::vector<float> kLogits = {2.0f, 1.5f, 1.0f, 0.6f, 0.2f, -0.3f, -1.0f, -2.5f};
-
-// Chi-square critical values at significance 0.001, by degrees of freedom.
-double critical_value(std::size_t dof) {
-  static const double table[] = {0, 10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32};
-  return table[std::min<std::size_t>(dof, 7)];
-}
-
-std::vector<double> softmax(const std::vector<float>& logits, double temperature) {
-  std::vector<double> p(logits.size());
-  double sum = 0;
-  for (std::size_t i = 0; i < logits.size(); ++i) sum += p[i] = std::exp(static_cast<double>(logits[i]) / temperature);
-  for (double& x : p) x /= sum;
-  return p;
-}
-
-std::vector<double> renormalized(std::vector<double> p, const std::vector<bool>& keep) {
-  double sum = 0;
-  for (std::size_t i = 0; i < p.size(); ++i) sum += keep[i] ? p[i] : 0.0;
-  for (std::size_t i = 0; i < p.size(); ++i) p[i] = keep[i] ? p[i] / sum : 0.0;
-  return p;
-}
 
 std::vector<int> draw(const SamplingParams& params, int n, uint64_t seed) {
   LogitsSampler sampler;
@@ -47,25 +28,6 @@ std::vector<int> draw(const SamplingParams& params, int n, uint64_t seed) {
     ++counts[static_cast<std::size_t>(sampler.sample(row, {}, params, rng))];
   }
   return counts;
-}
-
-// Pearson's statistic over the tokens with non-zero expectation; tokens with zero expectation must
-// never be drawn (returns infinity when one is).
-double chi_square(const std::vector<int>& counts, const std::vector<double>& expected_p, std::size_t& dof) {
-  const double n = std::accumulate(counts.begin(), counts.end(), 0.0);
-  double stat = 0;
-  dof = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    if (expected_p[i] == 0.0) {
-      if (counts[i] != 0) return INFINITY;
-      continue;
-    }
-    const double e = n * expected_p[i];
-    stat += (counts[i] - e) * (counts[i] - e) / e;
-    ++dof;
-  }
-  dof -= 1;
-  return stat;
 }
 
 void check_distribution(const SamplingParams& params, const std::vector<double>& expected) {
@@ -163,7 +125,7 @@ TEST_CASE("a temperature so small that 1 / t overflows samples the raw argmax") 
 }
 
 TEST_CASE("penalties and logit_bias") {
-  std::vector<TokenId> scratch;
+  SlotCounts scratch;
   const std::vector<TokenId> prompt = {0, 1};
   const std::vector<TokenId> output = {2, 2, 3};
   SECTION("repetition divides positive and multiplies negative logits of every seen token") {
@@ -311,5 +273,107 @@ TEST_CASE("top-p keeps exactly the reference nucleus on random vocabularies") {
     const std::size_t edge = order[size - 1];
     const double expected = 4000 * p[edge] / mass;
     CHECK(std::abs(counts[edge] - expected) <= 5 * std::sqrt(expected) + 1);
+  }
+}
+
+TEST_CASE("every draw equals an independent sorted reference (ties, -inf, NaN, every filter)") {
+  // Reference: sort the candidates (scaled logit desc, id asc), cut top_k then the smallest top_p
+  // prefix, and walk the kept tokens most likely first with top_k, in token order without.
+  auto reference = [](const std::vector<float>& row, const SamplingParams& p, double u) {
+    const float inv_t = 1.0f / p.temperature;
+    std::vector<float> scaled(row.size());
+    float max_scaled = -INFINITY;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      scaled[i] = row[i] * inv_t;
+      if (scaled[i] > max_scaled) max_scaled = scaled[i];
+    }
+    const float floor = p.min_p > 0.0f ? max_scaled + std::log(p.min_p) : -INFINITY;
+    std::vector<TokenId> order;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (scaled[i] >= floor && scaled[i] > -INFINITY) order.push_back(static_cast<TokenId>(i));
+    }
+    std::sort(order.begin(), order.end(), [&](TokenId a, TokenId b) {
+      return scaled[a] > scaled[b] || (scaled[a] == scaled[b] && a < b);
+    });
+    const bool top_k = p.top_k > 0 && static_cast<std::size_t>(p.top_k) < row.size();
+    if (top_k && static_cast<std::size_t>(p.top_k) < order.size()) order.resize(static_cast<std::size_t>(p.top_k));
+    auto weight = [&](TokenId t) { return std::exp(static_cast<double>(scaled[t] - max_scaled)); };
+    if (p.top_p < 1.0f) {
+      double total = 0.0;
+      for (TokenId t : order) total += weight(t);
+      double prefix = 0.0;
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        prefix += weight(order[i]);
+        if (prefix >= static_cast<double>(p.top_p) * total) {
+          order.resize(i + 1);
+          break;
+        }
+      }
+    }
+    if (!top_k) std::sort(order.begin(), order.end());
+    double total = 0.0;
+    for (TokenId t : order) total += weight(t);
+    double threshold = u * total;
+    for (TokenId t : order) {
+      threshold -= weight(t);
+      if (threshold < 0.0) return t;
+    }
+    return order.back();
+  };
+  std::mt19937 gen(71);
+  LogitsSampler sampler;
+  int checked = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const std::size_t vocab = trial % 4 == 0 ? 40 : 3000;
+    const float sigma = trial % 3 == 0 ? 0.5f : trial % 3 == 1 ? 3.0f : 12.0f;
+    std::normal_distribution<float> normal(0.0f, sigma);
+    std::vector<float> row(vocab);
+    for (float& l : row) l = normal(gen);
+    if (trial % 5 == 1) {
+      for (float& l : row) l = std::round(l);  // ties everywhere, the nucleus ends inside one
+    }
+    if (trial % 7 == 2) row[gen() % vocab] = -INFINITY;
+    if (trial % 11 == 3) row[1 + gen() % (vocab - 1)] = std::nanf("");
+    SamplingParams params{.temperature = 0.5f + static_cast<float>(trial % 4) * 0.4f};
+    switch (trial % 6) {
+      case 1: params.top_k = 1 + static_cast<int32_t>(gen() % 60); break;
+      case 2: params.top_p = 0.3f + 0.69f * static_cast<float>(gen() % 100) / 100.0f; break;
+      case 3: params.min_p = 0.02f + 0.2f * static_cast<float>(gen() % 100) / 100.0f; break;
+      case 4:
+        params.top_k = static_cast<int32_t>(vocab / 2);
+        params.top_p = 0.8f;
+        params.min_p = 0.01f;
+        break;
+      case 5:
+        params.top_p = 0.995f;
+        params.min_p = 0.001f;
+        break;
+      default: break;
+    }
+    for (int i = 0; i < 40; ++i) {
+      const double u = (static_cast<double>(i) + 0.37) / 40.0;
+      std::vector<float> logits = row;
+      INFO("trial " << trial << ", u " << u);
+      CHECK(sampler.pick(logits, draw_params(params), u) == reference(row, params, u));
+      ++checked;
+    }
+  }
+  CHECK(checked == 4800);
+}
+
+TEST_CASE("top-k and top-p cuts inside a tie keep the lower ids") {
+  LogitsSampler sampler;
+  std::vector<int> counts(100, 0);
+  for (int i = 0; i < 1000; ++i) {
+    const double u = (static_cast<double>(i) + 0.5) / 1000.0;
+    std::vector<float> flat(100, 1.0f);
+    ++counts[static_cast<std::size_t>(sampler.pick(flat, {.temperature = 1.0f, .top_k = 5}, u))];
+    flat.assign(100, 1.0f);
+    ++counts[static_cast<std::size_t>(sampler.pick(flat, {.temperature = 1.0f, .top_p = 0.095f}, u))];
+  }
+  // top_k keeps ids 0..4; top_p ids 0..9 (the tenth of 100 equal tokens reaches 0.095).
+  for (std::size_t t = 0; t < counts.size(); ++t) {
+    INFO("token " << t);
+    CHECK(counts[t] == (t < 5 ? 300 : t < 10 ? 100 : 0));
   }
 }

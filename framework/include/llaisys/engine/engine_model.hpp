@@ -23,7 +23,10 @@ class EngineModel {
 
   const ModelInfo& info() const { return impl_->info(); }
   Status init_kv_cache(const KvCacheConfig& config) { return impl_->init_kv_cache(config); }
-  Status forward(const ForwardBatch& batch, std::span<float> out) { return impl_->forward(batch, out); }
+  Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) {
+    return impl_->step(batch, sampling, out);
+  }
+  Status forward(const ForwardBatch& batch, std::span<float> rows) { return step(batch, {}, StepOutput{.rows = rows}); }
   Status copy_blocks(std::span<const BlockCopy> copies) { return impl_->copy_blocks(copies); }
 
  private:
@@ -31,7 +34,7 @@ class EngineModel {
     virtual ~Concept() = default;
     virtual const ModelInfo& info() const = 0;
     virtual Status init_kv_cache(const KvCacheConfig& config) = 0;
-    virtual Status forward(const ForwardBatch& batch, std::span<float> out) = 0;
+    virtual Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) = 0;
     virtual Status copy_blocks(std::span<const BlockCopy> copies) = 0;
   };
   template <class M>
@@ -39,7 +42,9 @@ class EngineModel {
     explicit Holder(M m) : model(std::move(m)) {}
     const ModelInfo& info() const override { return model.info(); }
     Status init_kv_cache(const KvCacheConfig& config) override { return model.init_kv_cache(config); }
-    Status forward(const ForwardBatch& batch, std::span<float> out) override { return model.forward(batch, out); }
+    Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) override {
+      return model.step(batch, sampling, out);
+    }
     Status copy_blocks(std::span<const BlockCopy> copies) override { return model.copy_blocks(copies); }
     M model;
   };

@@ -5,13 +5,13 @@
 //  - submit / add_request / add_embedding queue a request after validate(); abort(id) finishes it
 //    (finish_reason abort) and frees its KV immediately, wherever it is (queued, prefilling,
 //    decoding). Neither runs the model.
-//  - step() runs one engine step: schedule -> run the model -> sample -> stop rules and outputs. It
+//  - step() runs one engine step: schedule -> the model's step (forward and sampling) -> stop rules and outputs. It
 //    returns the deltas of every request with news (see request.hpp), including final outputs of
 //    requests aborted or ignored since the previous step. Call it while has_unfinished().
 //  - Stop rules, in order: EOS (unless ignore_eos), stop token ids, stop strings (text never holds
 //    any part of one), max_tokens, then the end of the context or of the KV cache (length).
 //  - Batch invariance: a request's tokens do not depend on what else runs (greedy: bit-exact on the
-//    CPU; seeded sampling: each choice has its own generator).
+//    CPU; seeded sampling: a choice's draw at position p is a function of its seed and p alone).
 //  - A failed model pass does not throw or stop the engine: the requests in that step finish with
 //    finish_reason error (the message in finish_detail), their KV is rolled back and released, and
 //    the next step serves everyone else.
@@ -45,6 +45,19 @@ struct EngineConfig {
 
 inline constexpr int32_t kMaxChoices = 64;  // largest n
 
+// Where the engine's steps spent their time, summed over steps (nanoseconds on the engine thread).
+// forward and sample come from the model (StepTimings); the rest is the host's share.
+struct StepTimes {
+  uint64_t schedule_ns = 0;   // the scheduler's plan (admission, KV blocks, preemption)
+  uint64_t prepare_ns = 0;    // sampling rows
+  uint64_t forward_ns = 0;    // the model's pass
+  uint64_t sample_ns = 0;     // the model's sampling
+  uint64_t model_other_ns = 0;  // the rest of the model call (block copies, embedding passes, the ABI)
+  uint64_t output_ns = 0;     // stop rules, text, outputs, and recording the step in the scheduler
+  uint64_t host_ns() const { return schedule_ns + prepare_ns + output_ns; }
+  uint64_t total_ns() const { return host_ns() + forward_ns + sample_ns + model_other_ns; }
+};
+
 struct EngineStats {
   int32_t num_unfinished_requests = 0;
   int32_t num_running_seqs = 0;
@@ -58,6 +71,7 @@ struct EngineStats {
   int64_t num_steps = 0;
   int64_t num_failed_steps = 0;
   std::array<int64_t, 5> num_finished{};   // requests, indexed by FinishReason
+  StepTimes times;
   double prefix_hit_rate() const {
     return prefix_query_tokens > 0
                ? static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_query_tokens)

@@ -25,7 +25,9 @@ class AnyModel {
 
   const ModelInfo& info() const { return info_; }
   Status init_kv_cache(const KvCacheConfig& config);
-  Status forward(const ForwardBatch& batch, std::span<float> out);
+  Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out);
+  // A step without sampling: every output row into `rows`.
+  Status forward(const ForwardBatch& batch, std::span<float> rows) { return step(batch, {}, StepOutput{.rows = rows}); }
   Status copy_blocks(std::span<const BlockCopy> copies);
 
   const std::string& plugin_name() const;
@@ -37,6 +39,7 @@ class AnyModel {
   std::shared_ptr<const LoadedPlugin> plugin_;
   llaisys_model* handle_ = nullptr;
   ModelInfo info_;
+  std::vector<llaisys_sample_row> c_rows_;  // the step's rows in C form, kept between steps
 };
 
 static_assert(Model<AnyModel>);

@@ -37,12 +37,11 @@ struct ForwardBatch {
 
 // Checks everything a model relies on before touching memory: token ids inside the vocabulary,
 // positions inside the context and covered by the block table, block ids inside the pool, sequences
-// contiguous and increasing, output indices in range, `out_len` equal to rows x row width.
+// contiguous and increasing, output indices in range (validate_step adds the outputs' checks).
 // With info.sliding_window = W > 0, a sequence's leading entries may be kNoBlock for the blocks
 // wholly before the window of its first token in the batch (positions < p_first - W + 1); every
 // block from there on (all that its tokens read or write, and any later entry) must be a valid id.
 // Without a window kNoBlock is an error like any other id outside the pool.
-Status validate_forward_batch(const ForwardBatch& batch, const ModelInfo& info,
-                              const KvCacheConfig& kv_config, std::size_t out_len);
+Status validate_forward_batch(const ForwardBatch& batch, const ModelInfo& info, const KvCacheConfig& kv_config);
 
 }  // namespace llaisys

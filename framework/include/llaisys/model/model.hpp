@@ -4,16 +4,18 @@
 // Contract:
 //  - info() is fixed for the model's lifetime.
 //  - init_kv_cache(config) allocates the paged KV pool (config.num_blocks x config.block_size token
-//    slots, all layers, K and V) on the model's device, dropping any previous contents. It must be
-//    called before the first forward().
-//  - forward(batch, out) runs one pass over the batch's tokens (see ForwardBatch), writes each token's
-//    K/V into its slot, and fills `out` with batch.num_outputs() rows of logits (vocab_size floats)
-//    or final hidden states (hidden_size floats). A batch that does not validate (see
-//    validate_forward_batch) is an invalid_argument error and changes nothing.
+//    slots, all layers, K and V) and config.num_seq_slots sequence slots (sampling state) on the
+//    model's device, dropping any previous contents. It must be called before the first step().
+//  - step(batch, sampling, out) runs one pass over the batch's tokens (see ForwardBatch) and writes
+//    each token's K/V into its slot. With sampling rows (one per output row, see SampleRow) it
+//    samples each output row on the model's device and writes the token ids, and the logprobs and raw
+//    logits rows the rows ask for, into `out`; without, it writes every output row (logits,
+//    vocab_size floats, or final hidden states, hidden_size floats) into out.rows. A step that does
+//    not validate (validate_step) is an invalid_argument error and changes nothing.
 //  - copy_blocks(copies) copies whole KV blocks, in order.
 //  - A model is used by one thread at a time; none of these throw.
 //  - The result for a token depends only on its sequence's tokens (batch invariance): bit-exact on
-//    the CPU backend.
+//    the CPU backend. A sampled token depends only on its row's logits, its SampleRow and its slot.
 //
 // Implementations static_assert(llaisys::Model<T>). Plugins additionally provide
 // `static Result<std::unique_ptr<T>> create(const ModelCreateParams&)` (PluginModel).
@@ -29,6 +31,7 @@
 #include "llaisys/core/dtype.hpp"
 #include "llaisys/core/status.hpp"
 #include "llaisys/model/forward_batch.hpp"
+#include "llaisys/model/step.hpp"
 #include "llaisys/model/types.hpp"
 
 namespace llaisys {
@@ -66,13 +69,19 @@ struct ModelCreateParams {
 
 template <class M>
 concept Model = requires(M& model, const M& const_model, const ForwardBatch& batch,
-                         std::span<float> out, const KvCacheConfig& kv_config,
-                         std::span<const BlockCopy> copies) {
+                         std::span<const SampleRow> sampling, const StepOutput& out,
+                         const KvCacheConfig& kv_config, std::span<const BlockCopy> copies) {
   { const_model.info() } -> std::same_as<const ModelInfo&>;
   { model.init_kv_cache(kv_config) } -> std::same_as<Status>;
-  { model.forward(batch, out) } -> std::same_as<Status>;
+  { model.step(batch, sampling, out) } -> std::same_as<Status>;
   { model.copy_blocks(copies) } -> std::same_as<Status>;
 };
+
+// A step without sampling: every output row (logits or hidden states) into `rows`.
+template <Model M>
+Status forward(M& model, const ForwardBatch& batch, std::span<float> rows) {
+  return model.step(batch, {}, StepOutput{.rows = rows});
+}
 
 template <class M>
 concept PluginModel = Model<M> && requires(const ModelCreateParams& params) {

@@ -1,4 +1,4 @@
-/* llaisys plugin ABI, version 1.
+/* llaisys plugin ABI, version 2.
  *
  * A plugin is a shared library that exports exactly one symbol:
  *
@@ -14,8 +14,13 @@
  * called concurrently for different models.
  *
  * Errors: every fallible call returns 0 (LLAISYS_OK) or an llaisys_error_code, and on failure fills
- * `error->message` with a NUL-terminated, human-readable explanation. After a failed `forward`, the
- * model's KV contents for the tokens of that batch are unspecified; everything else is unchanged.
+ * `error->message` with a NUL-terminated, human-readable explanation. After a failed `step`, the
+ * model's KV contents for the tokens of that batch and the sequence slots its rows name are
+ * unspecified (the host resets a slot before using it again); everything else is unchanged.
+ *
+ * Version 2 (this one) samples inside the model's step: the host sends per output row how to pick
+ * the token (llaisys_sample_row) and gets back token ids (and logprobs when asked), not rows of
+ * vocab_size floats. A version 1 plugin is refused by name and version.
  */
 #ifndef LLAISYS_MODEL_PLUGIN_ABI_H_
 #define LLAISYS_MODEL_PLUGIN_ABI_H_
@@ -27,7 +32,7 @@
 extern "C" {
 #endif
 
-#define LLAISYS_PLUGIN_ABI_VERSION 1
+#define LLAISYS_PLUGIN_ABI_VERSION 2
 #define LLAISYS_PLUGIN_ENTRY_SYMBOL "llaisys_plugin_entry"
 
 /* Values mirror llaisys::ErrorCode. */
@@ -74,10 +79,13 @@ typedef struct llaisys_model_info {
   int32_t sliding_window;
 } llaisys_model_info;
 
-/* The paged KV pool the model allocates (on its device): num_blocks blocks of block_size tokens. */
+/* What the model allocates on its device before the first step: the paged KV pool (num_blocks blocks
+ * of block_size tokens) and num_seq_slots sequence slots, the per-sequence sampling state that
+ * llaisys_sample_row.seq_slot names (the token counts penalties read). */
 typedef struct llaisys_kv_cache_config {
   int32_t num_blocks;
   int32_t block_size;
+  int32_t num_seq_slots;
 } llaisys_kv_cache_config;
 
 #define LLAISYS_OUTPUT_LOGITS 0 /* rows of vocab_size floats */
@@ -96,7 +104,8 @@ typedef struct llaisys_kv_cache_config {
  * before the window of every token of a sequence in the batch: their block-table entries are -1
  * and must never be read. Every block a token reads or writes is a valid id.
  *
- * The output has num_outputs rows, row r for token output_token_indices[r]. */
+ * The output has num_outputs rows, row r for token output_token_indices[r]. An index may repeat
+ * (several choices sampling from one token's logits). */
 typedef struct llaisys_forward_batch {
   int32_t num_tokens;
   const int32_t* token_ids;    /* [num_tokens] */
@@ -110,6 +119,70 @@ typedef struct llaisys_forward_batch {
   int32_t output_kind;                 /* LLAISYS_OUTPUT_* */
 } llaisys_forward_batch;
 
+/* How to pick the token of one output row, in this order (vLLM's):
+ *  1. repetition penalty over the slot's prompt and output tokens (a positive logit is divided by
+ *     it, a negative one multiplied), then presence and frequency penalties over its output tokens
+ *     (logit -= presence + frequency * count);
+ *  2. logit_bias (added; -INFINITY forbids a token);
+ *  3. the allowed mask: tokens whose bit is clear can never be chosen;
+ *  4. greedy (temperature <= 0: the lowest id among the maximal logits), or temperature -> min_p
+ *     -> top_k -> top_p -> one draw with u = llaisys counter random (seed, counter), ties broken by
+ *     the lower id everywhere. (seed, counter) -> u is Philox4x32-10 (see sampling/philox.hpp), so
+ *     the token depends only on the row and its (seed, counter), never on the rest of the batch.
+ * Logprobs are those of the raw row (before steps 1-4), as vLLM reports them by default. */
+typedef struct llaisys_sample_row {
+  float temperature;          /* <= 0: greedy */
+  int32_t top_k;              /* 0: off */
+  float top_p;                /* 1: off */
+  float min_p;                /* 0: off */
+  float repetition_penalty;   /* 1: off */
+  float presence_penalty;     /* 0: off */
+  float frequency_penalty;    /* 0: off */
+  uint64_t seed;
+  uint64_t counter;
+  /* -1: no sequence state (penalties must be off). Otherwise a slot in [0, num_seq_slots): the
+   * penalties read its counts, and the sampled token is added to its output counts, so the host
+   * sends a sequence's history once, not every step. */
+  int32_t seq_slot;
+  /* 1: before sampling, reset the slot to `history`: num_history tokens, the first
+   * num_history_prompt of them prompt, the rest output. 0: use the slot as the last step left it. */
+  int32_t reset_slot;
+  const int32_t* history;
+  int32_t num_history;
+  int32_t num_history_prompt;
+  int32_t num_logit_bias;
+  const int32_t* logit_bias_ids;     /* [num_logit_bias] */
+  const float* logit_bias_values;    /* [num_logit_bias] */
+  /* NULL: every token allowed. Otherwise ceil(vocab_size / 32) words; token t is allowed when bit
+   * (t % 32) of word t / 32 is set. At least one allowed token. */
+  const uint32_t* allowed;
+  /* -1: no logprobs. n >= 0: the chosen token's logprob and the n most likely tokens'
+   * (llaisys_step_output.top_*). */
+  int32_t num_top_logprobs;
+  /* -1, or the row of llaisys_step_output.rows that receives this row's raw logits. */
+  int32_t logits_row;
+} llaisys_sample_row;
+
+/* Where the step's time went, as the model's host thread saw it (0 where a model does not say). */
+typedef struct llaisys_step_timings {
+  uint64_t forward_ns;        /* the pass up to the output rows */
+  uint64_t sample_ns;         /* sampling them, results on the host */
+} llaisys_step_timings;
+
+/* Where a step writes. With sampling rows: tokens (always), logprobs / top_* (for rows that ask),
+ * rows (logits rows that ask, rows_len = rows asked x vocab_size). Without: only rows, every output
+ * row of the batch (num_outputs x row width: logits or hidden states). Unused pointers may be NULL. */
+typedef struct llaisys_step_output {
+  int32_t* tokens;            /* [num_outputs] the sampled token of each row */
+  float* logprobs;            /* [num_outputs] the chosen token's raw logprob */
+  int32_t top_width;          /* columns of top_ids / top_logprobs: >= every row's num_top_logprobs */
+  int32_t* top_ids;           /* [num_outputs x top_width], most likely first; unused entries -1 */
+  float* top_logprobs;        /* [num_outputs x top_width] */
+  float* rows;
+  uint64_t rows_len;          /* floats in rows */
+  llaisys_step_timings* timings; /* NULL, or filled by the step */
+} llaisys_step_output;
+
 typedef struct llaisys_block_copy {
   int32_t src;
   int32_t dst;
@@ -117,6 +190,8 @@ typedef struct llaisys_block_copy {
 
 typedef struct llaisys_model llaisys_model; /* opaque, owned by the plugin */
 
+/* abi_version, struct_size and name keep their places in every ABI version, so a host can name a
+ * plugin built for another version when it refuses it. */
 typedef struct llaisys_plugin {
   int32_t abi_version;                /* LLAISYS_PLUGIN_ABI_VERSION the plugin was built against */
   uint32_t struct_size;               /* sizeof(llaisys_plugin) as the plugin compiled it */
@@ -130,13 +205,16 @@ typedef struct llaisys_plugin {
   void (*destroy)(llaisys_model* model);
   llaisys_status (*get_info)(const llaisys_model* model, llaisys_model_info* info,
                              llaisys_error* error);
-  /* Allocates (or re-allocates, dropping all contents) the paged KV pool. Before the first
-   * forward(). */
+  /* Allocates (or re-allocates, dropping all contents) the paged KV pool and the sequence slots.
+   * Before the first step(). */
   llaisys_status (*init_kv_cache)(llaisys_model* model, const llaisys_kv_cache_config* config,
                                   llaisys_error* error);
-  /* `out` holds out_len floats; out_len must be num_outputs x row width. */
-  llaisys_status (*forward)(llaisys_model* model, const llaisys_forward_batch* batch, float* out,
-                            uint64_t out_len, llaisys_error* error);
+  /* One forward pass over `batch`. sampling: NULL, or [batch->num_outputs] rows (then the batch's
+   * output kind is LLAISYS_OUTPUT_LOGITS): each output row is sampled as its llaisys_sample_row
+   * says. See llaisys_step_output for what is written where. */
+  llaisys_status (*step)(llaisys_model* model, const llaisys_forward_batch* batch,
+                         const llaisys_sample_row* sampling, const llaisys_step_output* out,
+                         llaisys_error* error);
   /* Copies whole KV blocks (all layers) src -> dst, in order. Used for copy-on-write of a shared
    * partially filled block. */
   llaisys_status (*copy_blocks)(llaisys_model* model, const llaisys_block_copy* copies,

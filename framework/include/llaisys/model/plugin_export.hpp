@@ -6,13 +6,14 @@
 //   LLAISYS_EXPORT_PLUGIN(MyModel, "my-arch", "0.1", "MyArchForCausalLM")
 //
 // The adapter owns the boundary rules: arguments are checked, batches are validated against the
-// model's info before forward() sees them, every exception becomes an error code plus message, and
+// model's info before step() sees them, every exception becomes an error code plus message, and
 // the host's log callback becomes this library's log sink.
 
 #include <cstring>
 #include <exception>
 #include <new>
 #include <utility>
+#include <vector>
 
 #include "llaisys/core/log.hpp"
 #include "llaisys/model/model.hpp"
@@ -46,6 +47,7 @@ struct Handle {
   std::unique_ptr<M> model;
   KvCacheConfig kv_config{};
   bool kv_ready = false;
+  std::vector<SampleRow> rows;  // the step's rows in C++ form, kept to avoid an allocation per step
 };
 
 template <PluginModel M>
@@ -104,7 +106,12 @@ struct Adapter {
       }
       Handle<M>* h = handle(m);
       h->kv_ready = false;
-      const KvCacheConfig cpp{.num_blocks = config->num_blocks, .block_size = config->block_size};
+      if (config->num_seq_slots < 0) {
+        return make_error(ErrorCode::invalid_argument, "init_kv_cache: {} sequence slots", config->num_seq_slots);
+      }
+      const KvCacheConfig cpp{.num_blocks = config->num_blocks,
+                              .block_size = config->block_size,
+                              .num_seq_slots = config->num_seq_slots};
       LLAISYS_RETURN_IF_ERROR(h->model->init_kv_cache(cpp));
       h->kv_config = cpp;
       h->kv_ready = true;
@@ -112,18 +119,28 @@ struct Adapter {
     });
   }
 
-  static llaisys_status forward(llaisys_model* m, const llaisys_forward_batch* batch, float* out,
-                                uint64_t out_len, llaisys_error* error) noexcept {
+  static llaisys_status step(llaisys_model* m, const llaisys_forward_batch* batch,
+                             const llaisys_sample_row* sampling, const llaisys_step_output* out,
+                             llaisys_error* error) noexcept {
     return guarded(error, [&]() -> Status {
-      if (m == nullptr || batch == nullptr || (out == nullptr && out_len != 0)) {
-        return Status(ErrorCode::invalid_argument, "forward: NULL argument");
+      if (m == nullptr || batch == nullptr || out == nullptr) {
+        return Status(ErrorCode::invalid_argument, "step: NULL argument");
       }
       Handle<M>* h = handle(m);
-      if (!h->kv_ready) return Status(ErrorCode::invalid_argument, "forward before init_kv_cache");
+      if (!h->kv_ready) return Status(ErrorCode::invalid_argument, "step before init_kv_cache");
+      const ModelInfo& info = h->model->info();
       LLAISYS_ASSIGN_OR_RETURN(ForwardBatch cpp_batch, ForwardBatch::from_c(*batch));
-      LLAISYS_RETURN_IF_ERROR(validate_forward_batch(cpp_batch, h->model->info(), h->kv_config,
-                                                     static_cast<std::size_t>(out_len)));
-      return h->model->forward(cpp_batch, std::span<float>(out, static_cast<std::size_t>(out_len)));
+      LLAISYS_ASSIGN_OR_RETURN(StepOutput cpp_out, step_output_from_c(*out, cpp_batch.num_outputs(), sampling != nullptr));
+      std::vector<SampleRow>& rows = h->rows;
+      rows.clear();
+      if (sampling != nullptr) {
+        for (int32_t r = 0; r < cpp_batch.num_outputs(); ++r) {
+          LLAISYS_ASSIGN_OR_RETURN(SampleRow row, sample_row_from_c(sampling[r], info.vocab_size));
+          rows.push_back(row);
+        }
+      }
+      LLAISYS_RETURN_IF_ERROR(validate_step(cpp_batch, rows, cpp_out, info, h->kv_config));
+      return h->model->step(cpp_batch, rows, cpp_out);
     });
   }
 
@@ -162,7 +179,7 @@ struct Adapter {
     table.destroy = &Adapter::destroy;
     table.get_info = &Adapter::get_info;
     table.init_kv_cache = &Adapter::init_kv_cache;
-    table.forward = &Adapter::forward;
+    table.step = &Adapter::step;
     table.copy_blocks = &Adapter::copy_blocks;
     return table;
   }

@@ -15,10 +15,12 @@ using RequestId = int64_t;
 // and their entries hold kNoBlock. A model never reads them (validate_forward_batch checks it).
 inline constexpr BlockId kNoBlock = -1;
 
-// The paged KV pool a model allocates: num_blocks blocks of block_size token slots.
+// What a model allocates before its first step: the paged KV pool (num_blocks blocks of block_size
+// token slots) and num_seq_slots sequence slots (the sampling state of SampleRow::seq_slot).
 struct KvCacheConfig {
   int32_t num_blocks = 0;
   int32_t block_size = 16;
+  int32_t num_seq_slots = 0;
 };
 
 struct BlockCopy {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "llaisys/model/types.hpp"
+#include "llaisys/sampling/penalties.hpp"
 #include "llaisys/sampling/sampling_params.hpp"
 
 namespace llaisys {
@@ -52,15 +53,39 @@ struct GreedySampler {
 };
 static_assert(Sampler<GreedySampler>);
 
-// The full chain (vLLM's order): repetition, presence and frequency penalties; logit_bias; then
-// greedy, or temperature -> min_p -> top_k -> top_p -> one draw from what is left. Ties are broken by
-// the lower token id everywhere, and the draw walks candidates in an order fixed by the input, so a
-// given rng state always yields the same token. Linear in the vocabulary (top-k and top-p select,
-// they do not sort it). Keeps scratch buffers between calls: one per thread.
+// How the chain picks once penalties and bias are applied (the SamplingParams / SampleRow fields).
+struct DrawParams {
+  float temperature = 0.0f;  // <= 0: greedy
+  int32_t top_k = 0;         // 0: off
+  float top_p = 1.0f;        // 1: off
+  float min_p = 0.0f;        // 0: off
+
+  bool greedy() const { return temperature <= 0.0f; }
+};
+DrawParams draw_params(const SamplingParams& params);
+PenaltyParams penalty_params(const SamplingParams& params);
+
+// The full chain (vLLM's order): penalties and logit_bias (penalties.hpp), then pick(): the allowed
+// mask, then greedy, or temperature -> min_p -> top_k -> top_p -> one draw from what is left. Ties
+// are broken by the lower token id everywhere, and the draw walks candidates in an order fixed by
+// the input (most likely first with top_k, token order without), so a given uniform always yields
+// the same token. Linear in the vocabulary: top-k keeps a heap of k, top-p finds its cut by buckets
+// of likelihood and a quickselect inside one; neither sorts the vocabulary. Keeps scratch buffers
+// between calls: one per thread.
 class LogitsSampler {
  public:
+  // The whole chain for one sequence with its history, drawing one uniform01(rng) unless greedy.
   TokenId sample(std::span<float> logits, const TokenHistory& history, const SamplingParams& params,
                  Rng& rng);
+
+  // The chain after penalties and bias, the one implementation every sampler here runs.
+  //  logits: [vocab] modified in place (masked, scaled by the temperature).
+  //  uniform: in [0, 1), the draw (unused when greedy).
+  //  allowed: empty (every token), or ceil(vocab / 32) words, token t allowed when bit t % 32 of
+  //  word t / 32 is set (at least one). A disallowed token is never returned: when no allowed token
+  //  is above -inf (all -inf or NaN), the answer is the lowest allowed id.
+  TokenId pick(std::span<float> logits, const DrawParams& params, double uniform,
+               std::span<const uint32_t> allowed = {});
 
  private:
   struct Candidate {
@@ -68,19 +93,35 @@ class LogitsSampler {
     TokenId token;
     double weight;  // exp(logit - max): unnormalised probability
   };
+  struct Window;  // the scaled maximum and the min_p floor (logits_sampler.cpp)
   // Total order: more likely first, ties to the lower id.
-  static bool more_likely(const Candidate& a, const Candidate& b);
+  static bool more_likely(const Candidate& a, const Candidate& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.token < b.token);
+  }
   // Reorders `candidates` so that the smallest most-likely set whose weight reaches `target` comes
   // first (in no particular order); returns its size (at least 1).
   static std::size_t select_top_p(std::vector<Candidate>& candidates, double target);
-  std::vector<Candidate> candidates_;
-  std::vector<TokenId> scratch_;
+  // The draw over scaled logits: with top_k (< vocab) among the k most likely, walked most likely
+  // first; without, among every candidate, walked in token order.
+  TokenId draw_top_k(std::span<const float> scaled, const Window& window, std::size_t k, float top_p,
+                     double uniform);
+  TokenId draw_all(std::span<const float> scaled, const Window& window, float top_p, double uniform);
+
+  std::vector<Candidate> candidates_;    // top_k's candidates, or top_p's boundary bucket
+  std::vector<double> weights_;          // [vocab] per-token weights (draw_all)
+  std::vector<double> bucket_weights_;   // top_p: weight per likelihood bucket
+  SlotCounts counts_;                    // the history's counts, when penalties are on
 };
 static_assert(Sampler<LogitsSampler>);
 
-// Applies the penalties and logit_bias of `params` to `logits` in place.
+// Applies the penalties and logit_bias of `params` to `logits` in place (penalties.hpp); `scratch`
+// receives the history's counts when a penalty is on.
 void apply_penalties(std::span<float> logits, const TokenHistory& history, const SamplingParams& params,
-                     std::vector<TokenId>& scratch);
+                     SlotCounts& scratch);
+
+// argmax over the allowed tokens (all of them when `allowed` is empty), with LogitsSampler::pick's
+// rule for rows where no allowed token is above -inf. Sets disallowed logits to -inf.
+TokenId masked_argmax(std::span<float> logits, std::span<const uint32_t> allowed);
 
 // A uniform double in [0, 1) from 53 random bits (the same on every platform, unlike
 // std::uniform_real_distribution).
@@ -98,6 +139,16 @@ struct TokenLogprob {
   std::vector<std::pair<TokenId, float>> top;  // the num_top most likely tokens, most likely first
 };
 TokenLogprob compute_logprobs(std::span<const float> raw_logits, TokenId chosen, int32_t num_top);
+
+// The pieces of compute_logprobs, for callers that keep their own buffers: logprob(t) is
+// raw_logit(t) - log_normalizer(raw), rounded to float.
+double log_normalizer(std::span<const float> raw_logits);
+inline float logprob_of(float raw_logit, double log_normalizer) {
+  return static_cast<float>(static_cast<double>(raw_logit) - log_normalizer);
+}
+// ids = the min(n, size) most likely tokens of a raw row, largest logit first, ties by lower id (NaN
+// ranks with -inf). One pass over the row with a heap of n: O(size log n), no vocabulary-sized buffer.
+void select_top_tokens(std::span<const float> raw_logits, std::size_t n, std::vector<TokenId>& ids);
 
 // The `k` largest raw logits (the model's output row, before any processing), largest first, ties
 // by lower id: what a debugging dump compares with another implementation's logits.

@@ -29,6 +29,7 @@
 
 #include "llaisys/kv/paged_kv_store.hpp"
 #include "llaisys/scheduler/scheduler.hpp"
+#include "llaisys/scheduler/step_plan.hpp"
 
 namespace llaisys {
 
@@ -45,40 +46,6 @@ struct SchedulerRequest {
   std::string cache_namespace;            // prefix-cache key space (model, adapter, salt)
   OutputKind output_kind = OutputKind::logits;
   bool use_prefix_cache = true;           // false when every prompt position must be computed
-};
-
-// One sequence's share of a step.
-struct ScheduledChunk {
-  SeqId seq = -1;
-  RequestId request_id = -1;
-  int32_t start_position = 0;             // tokens already in the KV cache
-  std::vector<TokenId> token_ids;         // [num_tokens] at positions start_position..
-  std::vector<BlockId> block_table;       // covers start_position + num_tokens slots
-  OutputKind output_kind = OutputKind::logits;
-  bool completes_sequence = false;        // the chunk ends at the sequence's last token
-  std::vector<SeqId> sample_for;          // who samples from this chunk's logits row (itself and
-                                          // the choices forking from it); empty: no output row
-  int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
-};
-
-struct SchedulerOutput {
-  std::vector<ScheduledChunk> chunks;     // decodes first, then prefill chunks
-  std::vector<BlockCopy> block_copies;    // apply (Model::copy_blocks) before the forward pass
-  std::vector<SeqId> preempted;
-  std::vector<FinishedSeq> finished;      // finished without running (ignored, capped)
-  int32_t num_batched_tokens = 0;
-  bool empty() const { return chunks.empty(); }
-};
-
-// The engine's verdict on one sequence after a step.
-struct SeqUpdate {
-  SeqId seq = -1;
-  std::optional<TokenId> token;           // the sampled token, if the chunk produced one
-  SeqStatus finish = SeqStatus::running;  // a finished_* status ends the sequence
-};
-
-struct StepResult {
-  std::vector<SeqUpdate> updates;
 };
 
 struct SchedulerStats {

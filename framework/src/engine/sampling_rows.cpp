@@ -1,0 +1,121 @@
+#include "sampling_rows.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace llaisys::engine_detail {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+uint64_t choice_seed(uint64_t seed, uint32_t choice) {
+  return choice == 0 ? seed : splitmix64(seed ^ splitmix64(choice));
+}
+
+SeqSlots::SeqSlots(int32_t num_slots) : num_slots_(std::max(num_slots, 0)) {
+  for (int32_t s = num_slots_ - 1; s >= 0; --s) free_.push_back(s);
+}
+
+std::optional<int32_t> SeqSlots::acquire() {
+  if (free_.empty()) return std::nullopt;
+  const int32_t slot = free_.back();
+  free_.pop_back();
+  return slot;
+}
+
+void SeqSlots::release(int32_t slot) {
+  if (slot >= 0 && slot < num_slots_) free_.push_back(slot);
+}
+
+void SamplingRows::clear() {
+  rows_.clear();
+  extents_.clear();
+  chunks_.clear();
+  seqs_.clear();
+  history_.clear();
+  bias_ids_.clear();
+  bias_values_.clear();
+  top_width_ = 0;
+  num_logits_rows_ = 0;
+}
+
+Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t position, const ModelInfo& info,
+                         SeqSlots& slots) {
+  const SamplingParams& p = r.request.sampling;
+  const StopConditions& stop = r.request.stop;
+  SampleRow row{.temperature = p.temperature,
+                .top_k = p.top_k,
+                .top_p = p.top_p,
+                .min_p = p.min_p,
+                .repetition_penalty = p.repetition_penalty,
+                .presence_penalty = p.presence_penalty,
+                .frequency_penalty = p.frequency_penalty,
+                .seed = c.seed,
+                .counter = static_cast<uint64_t>(position),
+                .num_top_logprobs = p.num_logprobs};
+  Extents extents;
+  if (row.has_penalties()) {
+    if (c.slot < 0) {
+      const std::optional<int32_t> slot = slots.acquire();
+      if (!slot) {
+        return make_error(ErrorCode::resource_exhausted, "all {} sequence slots of the model are taken",
+                          slots.num_slots());
+      }
+      c.slot = *slot;
+      row.reset_slot = true;
+      row.num_history_prompt = static_cast<int32_t>(r.request.prompt_ids.size());
+      extents.history_begin = history_.size();
+      history_.insert(history_.end(), r.request.prompt_ids.begin(), r.request.prompt_ids.end());
+      history_.insert(history_.end(), c.output_ids.begin(), c.output_ids.end());
+      extents.history_end = history_.size();
+    }
+    row.seq_slot = c.slot;
+  }
+  if (c.num_output_tokens < stop.min_tokens) {  // too early to stop: EOS and stop ids are forbidden
+    extents.bias_begin = bias_ids_.size();
+    bias_ids_.insert(bias_ids_.end(), r.bias_ids.begin(), r.bias_ids.end());
+    bias_values_.insert(bias_values_.end(), r.bias_values.begin(), r.bias_values.end());
+    auto forbid = [&](TokenId id) {
+      bias_ids_.push_back(id);
+      bias_values_.push_back(-std::numeric_limits<float>::infinity());
+    };
+    if (!stop.ignore_eos) std::for_each(info.eos_token_ids.begin(), info.eos_token_ids.end(), forbid);
+    std::for_each(stop.stop_token_ids.begin(), stop.stop_token_ids.end(), forbid);
+    extents.bias_end = bias_ids_.size();
+  } else {
+    extents.request = &r;
+  }
+  if (p.num_top_logits > 0) row.logits_row = num_logits_rows_++;
+  top_width_ = std::max(top_width_, p.num_logprobs);
+  rows_.push_back(row);
+  extents_.push_back(extents);
+  chunks_.push_back(chunk);
+  seqs_.push_back(c.seq);
+  return Status();
+}
+
+void SamplingRows::finish() {
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    SampleRow& row = rows_[i];
+    const Extents& e = extents_[i];
+    if (row.reset_slot) {
+      row.history = std::span<const TokenId>(history_).subspan(e.history_begin, e.history_end - e.history_begin);
+    }
+    if (e.request != nullptr) {
+      row.logit_bias_ids = e.request->bias_ids;
+      row.logit_bias_values = e.request->bias_values;
+    } else {
+      row.logit_bias_ids = std::span<const TokenId>(bias_ids_).subspan(e.bias_begin, e.bias_end - e.bias_begin);
+      row.logit_bias_values = std::span<const float>(bias_values_).subspan(e.bias_begin, e.bias_end - e.bias_begin);
+    }
+  }
+}
+
+}  // namespace llaisys::engine_detail

@@ -1,0 +1,68 @@
+#pragma once
+// SamplingRows: one step's sampling instructions for the model (SampleRow per output row), built
+// from each choice's request (internal to the engine). The host side of sampling is only this:
+// parameters, the choice's counter-based seed, min_tokens as -inf biases on EOS and stop ids, and
+// the model's sequence slots (SeqSlots) holding the token counts penalties read — a slot is taken the
+// first time a choice with penalties samples (and after a preemption), with its history sent once.
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "llaisys/model/model.hpp"
+#include "request_state.hpp"
+
+namespace llaisys::engine_detail {
+
+// Which of the model's num_seq_slots slots are free.
+class SeqSlots {
+ public:
+  explicit SeqSlots(int32_t num_slots);
+  std::optional<int32_t> acquire();
+  void release(int32_t slot);
+  int32_t num_slots() const { return num_slots_; }
+
+ private:
+  int32_t num_slots_;
+  std::vector<int32_t> free_;  // a stack: the most recently freed slot is reused first
+};
+
+class SamplingRows {
+ public:
+  void clear();
+  // Adds the row of choice `c` (of `r`) sampling the token at `position` from chunk `chunk`.
+  // Fails (resource_exhausted) only when penalties need a slot and none is free.
+  Status add(RequestState& r, Choice& c, std::size_t chunk, int32_t position, const ModelInfo& info,
+             SeqSlots& slots);
+  // Points the rows at the step's arrays; call once after the last add().
+  void finish();
+
+  std::size_t size() const { return rows_.size(); }
+  std::span<const SampleRow> rows() const { return rows_; }
+  std::size_t chunk(std::size_t row) const { return chunks_[row]; }
+  SeqId seq(std::size_t row) const { return seqs_[row]; }
+  int32_t top_width() const { return top_width_; }
+  int32_t num_logits_rows() const { return num_logits_rows_; }
+
+ private:
+  struct Extents {  // where a row's arrays live in the step's storage
+    std::size_t history_begin = 0, history_end = 0;
+    std::size_t bias_begin = 0, bias_end = 0;
+    const RequestState* request = nullptr;  // bias straight from the request when no extra entries
+  };
+  std::vector<SampleRow> rows_;
+  std::vector<Extents> extents_;
+  std::vector<std::size_t> chunks_;
+  std::vector<SeqId> seqs_;
+  std::vector<TokenId> history_;   // every reset row's history, back to back
+  std::vector<TokenId> bias_ids_;  // rows whose bias has min_tokens entries added
+  std::vector<float> bias_values_;
+  int32_t top_width_ = 0;
+  int32_t num_logits_rows_ = 0;
+};
+
+// The seed of choice `choice` of a request seeded with `seed`: choice 0 keeps it, the others get
+// independent, reproducible ones.
+uint64_t choice_seed(uint64_t seed, uint32_t choice);
+
+}  // namespace llaisys::engine_detail
