@@ -10,7 +10,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 seconds=${1:-60}
 targets=(fuzz_chat_template fuzz_tokenizer_json fuzz_tokenizer_encode fuzz_safetensors fuzz_openai_request
-         fuzz_model_config)
+         fuzz_model_config fuzz_step_rows)
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
@@ -22,7 +22,7 @@ mkdir -p "$work" "$findings"
 # Seeds: the 17 real chat templates, tokenizer.json samples, the tokenizer test texts, small
 # safetensors files, and the config.json of every architecture's test model.
 mkdir -p "$work/fuzz_chat_template" "$work/fuzz_tokenizer_json" "$work/fuzz_tokenizer_encode" "$work/fuzz_safetensors" \
-  "$work/fuzz_openai_request" "$work/fuzz_model_config"
+  "$work/fuzz_openai_request" "$work/fuzz_model_config" "$work/fuzz_step_rows"
 cp tests/data/chat-templates/*.jinja "$work/fuzz_chat_template/"
 cp fuzz/seeds/tokenizer_json/*.json "$work/fuzz_tokenizer_json/"
 cp fuzz/seeds/openai_request/*.json "$work/fuzz_openai_request/"

@@ -12,6 +12,7 @@
 
 #include "paged_kv.hpp"
 #include "sampling_row.hpp"
+#include "host_device.hpp"
 
 namespace llaisys::cuda::launch {
 
@@ -62,14 +63,6 @@ struct RopeArgs {
 cudaError_t rope_kv_write(cudaStream_t stream, const RopeArgs& args, void* k_cache, void* v_cache, bool cache_bf16);
 
 }  // namespace llaisys::cuda::launch
-
-#ifndef LLAISYS_CUDA_HOST_DEVICE  // also defined by sampling_row.hpp
-#if defined(__CUDACC__)
-#define LLAISYS_CUDA_HOST_DEVICE __host__ __device__
-#else
-#define LLAISYS_CUDA_HOST_DEVICE
-#endif
-#endif
 
 namespace llaisys::cuda::launch {
 

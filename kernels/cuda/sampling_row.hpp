@@ -4,13 +4,7 @@
 
 #include <cstdint>
 
-#ifndef LLAISYS_CUDA_HOST_DEVICE  // also defined by launch.hpp
-#if defined(__CUDACC__)
-#define LLAISYS_CUDA_HOST_DEVICE __host__ __device__
-#else
-#define LLAISYS_CUDA_HOST_DEVICE
-#endif
-#endif
+#include "host_device.hpp"
 
 namespace llaisys::cuda {
 

@@ -249,7 +249,11 @@ Status Decoder::run_step(const ForwardBatch& batch, std::span<const SampleRow> s
   LLAISYS_RETURN_IF_ERROR(ops::embedding(ctx, *pass, weights_.embed, a.x));
   if (spec_.embedding_scale != 1.0f) LLAISYS_RETURN_IF_ERROR(ops::scale(ctx, a.x, spec_.embedding_scale));
   for (int32_t layer = 0; layer < spec_.num_layers; ++layer) LLAISYS_RETURN_IF_ERROR(run_layer(layer, *pass, a));
-  if (o == 0) return ctx.synchronize();
+  if (o == 0) {
+    LLAISYS_RETURN_IF_ERROR(ctx.synchronize());
+    if (out.timings != nullptr) *out.timings = StepTimings{.forward_ns = nanoseconds(Clock::now() - start)};
+    return Status();
+  }
 
   const TensorView result = direct ? rows_view(out.rows.data(), DType::f32, o, width, width, device) : a.out;
   LLAISYS_RETURN_IF_ERROR(ops::gather_rows(ctx, *pass, a.x, a.out_rows));
@@ -260,7 +264,11 @@ Status Decoder::run_step(const ForwardBatch& batch, std::span<const SampleRow> s
     LLAISYS_RETURN_IF_ERROR(ops::linear(ctx, a.out_h, weights_.lm_head, result));
     if (spec_.final_softcap > 0) LLAISYS_RETURN_IF_ERROR(ops::softcap(ctx, result, spec_.final_softcap));
   }
-  if (!sample) return direct ? Status() : ctx.copy_to_host(out.rows.data(), result.data(), out.rows.size_bytes());
+  if (!sample) {
+    if (!direct) LLAISYS_RETURN_IF_ERROR(ctx.copy_to_host(out.rows.data(), result.data(), out.rows.size_bytes()));
+    if (out.timings != nullptr) *out.timings = StepTimings{.forward_ns = nanoseconds(Clock::now() - start)};
+    return Status();
+  }
   const auto sampling_start = Clock::now();
   LLAISYS_RETURN_IF_ERROR(sampler_->sample(result, sampling, out));
   if (out.timings != nullptr) {

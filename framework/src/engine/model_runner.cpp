@@ -118,7 +118,10 @@ Status ModelRunner::run_hidden(const SchedulerOutput& plan) {
   }
   if (token_ids_.empty()) return Status();
   rows_.hidden_.resize(static_cast<std::size_t>(num_rows) * static_cast<std::size_t>(rows_.hidden_size_));
-  return step(OutputKind::hidden, {}, StepOutput{.rows = rows_.hidden_});
+  StepTimings timings;
+  LLAISYS_RETURN_IF_ERROR(step(OutputKind::hidden, {}, StepOutput{.rows = rows_.hidden_, .timings = &timings}));
+  rows_.timings_.forward_ns += timings.forward_ns;
+  return Status();
 }
 
 }  // namespace llaisys::engine_detail

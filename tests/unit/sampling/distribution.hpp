@@ -7,6 +7,8 @@
 #include <numeric>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 namespace llaisys::sampling_test {
 
 // Chi-square critical values at significance 0.001, by degrees of freedom.
@@ -47,6 +49,20 @@ inline double chi_square(const std::vector<int>& counts, const std::vector<doubl
   }
   dof -= 1;
   return stat;
+}
+
+// The counts follow `expected` (chi-square below the 0.001 critical value), and the test has power:
+// the same counts are far from `unmodified` (the distribution the sampler's settings should change).
+inline void check_chi_square(const std::vector<int>& counts, const std::vector<double>& expected,
+                             const std::vector<double>& unmodified) {
+  std::size_t dof = 0;
+  const double stat = chi_square(counts, expected, dof);
+  INFO("chi-square " << stat << " with " << dof << " degrees of freedom");
+  CHECK(stat < critical_value(dof));
+  std::size_t plain_dof = 0;
+  const double plain = chi_square(counts, unmodified, plain_dof);
+  INFO("against the unmodified distribution: " << plain);
+  CHECK(plain > 5 * critical_value(plain_dof));
 }
 
 }  // namespace llaisys::sampling_test
