@@ -123,37 +123,56 @@ inline GenerateRequest greedy_request(std::vector<TokenId> prompt, int32_t max_t
   return request;
 }
 
-// Greedy generation for one prompt straight on the model: blocks 0.. in order, one pass per token,
-// every block kept; stops at an EOS id unless `ignore_eos`.
+// One sequence straight on the model: blocks 0.. in order, every block kept, one pass per call over
+// the tokens not yet fed; no scheduler, KV store or prefix cache.
+class ReferenceSequence {
+ public:
+  static constexpr int32_t kBlock = 16;
+  ReferenceSequence(AnyModel& model, std::vector<TokenId> prompt, int32_t context)
+      : model_(model), tokens_(std::move(prompt)), table_(static_cast<std::size_t>((context + kBlock - 1) / kBlock)),
+        logits_(static_cast<std::size_t>(model.info().vocab_size)) {
+    REQUIRE(model.init_kv_cache({.num_blocks = static_cast<int32_t>(table_.size()), .block_size = kBlock}).ok());
+    std::iota(table_.begin(), table_.end(), 0);
+  }
+  // The raw logits after the last token (feeds what was appended since the previous call).
+  std::span<float> next_logits() {
+    const std::size_t n = tokens_.size() - fed_;
+    std::vector<int32_t> positions(n), seqs(n, 0);
+    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(fed_));
+    const BlockId* tables[] = {table_.data()};
+    const int32_t lens[] = {static_cast<int32_t>(table_.size())};
+    const int32_t last[] = {static_cast<int32_t>(n - 1)};
+    REQUIRE(model_.forward({.token_ids = std::span(tokens_).subspan(fed_), .positions = positions, .seq_indices = seqs,
+                            .block_tables = tables, .block_table_lens = lens, .output_token_indices = last},
+                           logits_).ok());
+    fed_ = tokens_.size();
+    return logits_;
+  }
+  void append(TokenId token) { tokens_.push_back(token); }
+  std::size_t size() const { return tokens_.size(); }
+
+ private:
+  AnyModel& model_;
+  std::vector<TokenId> tokens_;
+  std::vector<BlockId> table_;
+  std::vector<float> logits_;
+  std::size_t fed_ = 0;
+};
+
+// Greedy generation for one prompt straight on the model; stops at an EOS id unless `ignore_eos`.
 inline std::vector<TokenId> reference_greedy(AnyModel& model, const std::vector<TokenId>& prompt, int32_t max_tokens,
                                              int32_t context, bool ignore_eos = false) {
-  constexpr int32_t kBlock = 16;
   const ModelInfo& info = model.info();
-  const int32_t num_blocks = (context + kBlock - 1) / kBlock;
-  REQUIRE(model.init_kv_cache({.num_blocks = num_blocks, .block_size = kBlock}).ok());
-  std::vector<BlockId> table(static_cast<std::size_t>(num_blocks));
-  std::iota(table.begin(), table.end(), 0);
-  const BlockId* tables[] = {table.data()};
-  const int32_t lens[] = {num_blocks};
-  std::vector<TokenId> tokens = prompt, output;
-  std::vector<float> logits(static_cast<std::size_t>(info.vocab_size));
-  std::size_t fed = 0;
+  ReferenceSequence sequence(model, prompt, context);
+  std::vector<TokenId> output;
   while (static_cast<int32_t>(output.size()) < max_tokens) {
-    const std::size_t n = tokens.size() - fed;
-    std::vector<int32_t> positions(n), seqs(n, 0);
-    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(fed));
-    const int32_t last[] = {static_cast<int32_t>(n - 1)};
-    REQUIRE(model.forward({.token_ids = std::span(tokens).subspan(fed), .positions = positions, .seq_indices = seqs,
-                           .block_tables = tables, .block_table_lens = lens, .output_token_indices = last},
-                          logits).ok());
-    fed = tokens.size();
-    const TokenId next = argmax(logits);
+    const TokenId next = argmax(sequence.next_logits());
     output.push_back(next);
-    tokens.push_back(next);
+    sequence.append(next);
     if (!ignore_eos && std::find(info.eos_token_ids.begin(), info.eos_token_ids.end(), next) != info.eos_token_ids.end()) {
       break;
     }
-    if (static_cast<int32_t>(tokens.size()) >= context) break;
+    if (static_cast<int32_t>(sequence.size()) >= context) break;
   }
   return output;
 }
@@ -164,33 +183,16 @@ inline std::vector<TokenId> reference_greedy(AnyModel& model, const std::vector<
 // sequence slot or KV store involved.
 inline std::vector<TokenId> reference_sampled(AnyModel& model, const std::vector<TokenId>& prompt,
                                               const SamplingParams& params, uint64_t seed, int32_t max_tokens) {
-  constexpr int32_t kBlock = 16;
-  const ModelInfo& info = model.info();
-  const int32_t context = static_cast<int32_t>(prompt.size()) + max_tokens;
-  const int32_t num_blocks = (context + kBlock - 1) / kBlock;
-  REQUIRE(model.init_kv_cache({.num_blocks = num_blocks, .block_size = kBlock}).ok());
-  std::vector<BlockId> table(static_cast<std::size_t>(num_blocks));
-  std::iota(table.begin(), table.end(), 0);
-  const BlockId* tables[] = {table.data()};
-  const int32_t lens[] = {num_blocks};
-  std::vector<TokenId> tokens = prompt, output;
-  std::vector<float> logits(static_cast<std::size_t>(info.vocab_size));
+  ReferenceSequence sequence(model, prompt, static_cast<int32_t>(prompt.size()) + max_tokens);
   LogitsSampler sampler;
   SlotCounts scratch;
-  std::size_t fed = 0;
+  std::vector<TokenId> output;
   while (static_cast<int32_t>(output.size()) < max_tokens) {
-    const std::size_t n = tokens.size() - fed;
-    std::vector<int32_t> positions(n), seqs(n, 0);
-    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(fed));
-    const int32_t last[] = {static_cast<int32_t>(n - 1)};
-    REQUIRE(model.forward({.token_ids = std::span(tokens).subspan(fed), .positions = positions, .seq_indices = seqs,
-                           .block_tables = tables, .block_table_lens = lens, .output_token_indices = last},
-                          logits).ok());
-    fed = tokens.size();
+    const std::span<float> logits = sequence.next_logits();
     apply_penalties(logits, TokenHistory(prompt, output), params, scratch);
-    const TokenId next = sampler.pick(logits, draw_params(params), counter_uniform01(seed, tokens.size()));
+    const TokenId next = sampler.pick(logits, draw_params(params), counter_uniform01(seed, sequence.size()));
     output.push_back(next);
-    tokens.push_back(next);
+    sequence.append(next);
   }
   return output;
 }
