@@ -9,14 +9,14 @@ CublasLt::~CublasLt() {
 CublasLt::CublasLt(CublasLt&& other) noexcept
     : handle_(std::exchange(other.handle_, nullptr)),
       workspace_(std::move(other.workspace_)),
-      algorithms_(std::move(other.algorithms_)) {}
+      plans_(std::move(other.plans_)) {}
 
 CublasLt& CublasLt::operator=(CublasLt&& other) noexcept {
   if (this != &other) {
     if (handle_ != nullptr) (void)cublasLtDestroy(handle_);
     handle_ = std::exchange(other.handle_, nullptr);
     workspace_ = std::move(other.workspace_);
-    algorithms_ = std::move(other.algorithms_);
+    plans_ = std::move(other.plans_);
   }
   return *this;
 }

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 
@@ -42,11 +43,14 @@ class DeviceBuffer {
     return buffer;
   }
 
-  // Grows (never shrinks) to at least `count` elements; contents are not kept.
+  // Grows (never shrinks) to at least `count` elements, by at least half its size each time, so a
+  // batch that keeps growing frees (cudaFree synchronises the whole device) only a few times; contents
+  // are not kept.
   Status reserve(std::size_t count) {
     if (count <= size_) return {};
+    const std::size_t grown = std::max(count, size_ + size_ / 2);
     reset();
-    LLAISYS_ASSIGN_OR_RETURN(*this, allocate(count));
+    LLAISYS_ASSIGN_OR_RETURN(*this, allocate(grown));
     return {};
   }
 

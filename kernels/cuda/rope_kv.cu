@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "common.cuh"
 #include "launch.hpp"
 
@@ -22,7 +24,7 @@ __global__ void rope_kv_kernel(RopeArgs a, KvT* k_cache, KvT* v_cache) {
   const int64_t heads = a.num_q_heads + a.num_kv_heads;
   for (int64_t h = threadIdx.y; h < heads; h += blockDim.y) {
     for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
-      const float c = cos_row[i], s = sin_row[i];
+      const float c = __ldg(cos_row + i), s = __ldg(sin_row + i);
       if (h < a.num_q_heads) {
         float* x = a.q + t * a.q_stride + h * a.head_dim;
         const float x0 = x[i], x1 = x[i + half];
@@ -49,7 +51,11 @@ cudaError_t launch::rope_kv_write(cudaStream_t stream, const RopeArgs& args, voi
                                   bool cache_bf16) {
   const int64_t half = args.head_dim / 2;
   const unsigned x_threads = half >= 64 ? 64u : 32u;
-  const dim3 threads(x_threads, 256u / x_threads);
+  // Every head of the token at once where it fits (up to 1024 threads): a decode step has one token,
+  // so one block, and its heads must not queue behind each other's loads.
+  const int64_t heads = args.num_q_heads + args.num_kv_heads;
+  const unsigned y_threads = static_cast<unsigned>(std::clamp<int64_t>(heads, 1, 1024 / x_threads));
+  const dim3 threads(x_threads, y_threads);
   const auto blocks = static_cast<unsigned>(args.batch.num_tokens);
   if (cache_bf16) {
     rope_kv_kernel<<<blocks, threads, 0, stream>>>(args, static_cast<__nv_bfloat16*>(k_cache),

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -65,8 +67,11 @@ Result<Buffer> CudaDevice::allocate(std::size_t bytes) {
 
 Status CudaDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return Status();
-  // Synchronous: `src` may be pageable memory the caller frees right after.
-  return cuda::cuda_status(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy(H2D)");
+  // On the stream every kernel runs on (a plain cudaMemcpy on the legacy stream is not ordered with a
+  // non-blocking stream, and returns from pageable memory before the DMA lands), then waited for:
+  // `src` may be pageable memory the caller frees right after.
+  LLAISYS_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_.get()));
+  return synchronize();
 }
 
 Status CudaDevice::copy_to_host(void* dst, const void* src, std::size_t bytes) {
@@ -90,19 +95,33 @@ uint64_t CudaDevice::free_memory() const {
 }
 
 Result<std::unique_ptr<Rope>> CudaDevice::make_rope(const RopeFrequencies& frequencies, int32_t max_positions) {
-  auto rope = std::make_unique<CudaRope>(frequencies, std::max<int32_t>(1, max_positions));
-  // cos/sin for every position of the context, once (every rope kind is in the table).
-  const auto positions = static_cast<std::size_t>(rope->max_positions());
-  std::vector<int32_t> ids(positions);
-  for (std::size_t i = 0; i < positions; ++i) ids[i] = static_cast<int32_t>(i);
-  const std::size_t table = positions * frequencies.inv_freq.size();
+  // The cos/sin tables grow with the positions passes use (ensure_rope_positions), not the whole
+  // context at once: 2 x 4 MB at 1M positions of head_dim 128 would be 2 x 0.5 GB.
+  return std::unique_ptr<Rope>(std::make_unique<CudaRope>(frequencies, std::max<int32_t>(1, max_positions)));
+}
+
+Status CudaDevice::ensure_rope_positions(const CudaRope& rope, int32_t needed) {
+  needed = std::min(needed, rope.max_positions());
+  if (needed <= rope.filled) return Status();
+  // Doubling from 4096: a handful of rebuilds over a sequence's life, each before the pass's kernels
+  // (begin_pass has synchronised, so no kernel reads the old table).
+  int32_t positions = std::max(4096, rope.filled);
+  while (positions < needed) positions = positions > rope.max_positions() / 2 ? rope.max_positions() : 2 * positions;
+  positions = std::min(positions, rope.max_positions());
+  std::vector<int32_t> ids(static_cast<std::size_t>(positions));
+  std::iota(ids.begin(), ids.end(), 0);
+  const std::size_t table = static_cast<std::size_t>(positions) * rope.frequencies().inv_freq.size();
   std::vector<float> cos(table), sin(table);
-  fill_rope_tables(frequencies, ids.data(), static_cast<int64_t>(positions), cos.data(), sin.data());
-  LLAISYS_ASSIGN_OR_RETURN(rope->cos, cuda::DeviceBuffer<float>::allocate(table));
-  LLAISYS_ASSIGN_OR_RETURN(rope->sin, cuda::DeviceBuffer<float>::allocate(table));
-  LLAISYS_RETURN_IF_ERROR(copy_from_host(rope->cos.data(), cos.data(), table * sizeof(float)));
-  LLAISYS_RETURN_IF_ERROR(copy_from_host(rope->sin.data(), sin.data(), table * sizeof(float)));
-  return std::unique_ptr<Rope>(std::move(rope));
+  fill_rope_tables(rope.frequencies(), ids.data(), positions, cos.data(), sin.data());
+  rope.cos.reset();
+  rope.sin.reset();
+  rope.filled = 0;
+  LLAISYS_ASSIGN_OR_RETURN(rope.cos, cuda::DeviceBuffer<float>::allocate(table));
+  LLAISYS_ASSIGN_OR_RETURN(rope.sin, cuda::DeviceBuffer<float>::allocate(table));
+  LLAISYS_RETURN_IF_ERROR(copy_from_host(rope.cos.data(), cos.data(), table * sizeof(float)));
+  LLAISYS_RETURN_IF_ERROR(copy_from_host(rope.sin.data(), sin.data(), table * sizeof(float)));
+  rope.filled = positions;
+  return Status();
 }
 
 Result<const Pass*> CudaDevice::begin_pass(const ForwardBatch& batch, const PassShape& shape) {
@@ -146,6 +165,10 @@ Result<const Pass*> CudaDevice::begin_pass(const ForwardBatch& batch, const Pass
                                          .seq_indices = d + 2 * t,
                                          .block_tables = d + 3 * t + o,
                                          .max_blocks_per_seq = max_blocks};
+  if (shape.rope != nullptr && t > 0) {
+    const int32_t highest = *std::max_element(batch.positions.begin(), batch.positions.end());
+    LLAISYS_RETURN_IF_ERROR(ensure_rope_positions(static_cast<const CudaRope&>(*shape.rope), highest + 1));
+  }
   const cuda::AttentionParams planned{.window = shape.window};
   LLAISYS_ASSIGN_OR_RETURN(pass_.plan, cuda::plan_attention(batch.positions, batch.seq_indices, shape.num_q_heads,
                                                             shape.num_kv_heads, shape.block_size, planned, num_sms_));

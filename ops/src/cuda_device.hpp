@@ -20,7 +20,10 @@ namespace llaisys::ops {
 class CudaRope final : public Rope {
  public:
   CudaRope(RopeFrequencies frequencies, int32_t max_positions) : Rope(std::move(frequencies), max_positions) {}
-  cuda::DeviceBuffer<float> cos, sin;
+  // Tables for positions [0, filled), grown by CudaDevice::ensure_rope_positions as passes need them
+  // (mutable: the model's Rope is shared as const through PassShape).
+  mutable cuda::DeviceBuffer<float> cos, sin;
+  mutable int32_t filled = 0;
 };
 
 class CudaPass final : public Pass {
@@ -58,6 +61,8 @@ class CudaDevice final : public DeviceContext {
   Status synchronize() override;
   uint64_t free_memory() const override;
   Result<std::unique_ptr<Rope>> make_rope(const RopeFrequencies& frequencies, int32_t max_positions) override;
+  // Grows `rope`'s tables to cover positions [0, needed) (at most its max_positions).
+  Status ensure_rope_positions(const CudaRope& rope, int32_t needed);
   Result<const Pass*> begin_pass(const ForwardBatch& batch, const PassShape& shape) override;
 
  private:

@@ -45,7 +45,7 @@ Status rope_write_kv(DeviceContext& ctx, const Pass& pass, const KvLayer& layer,
       return cuda::rope_kv_write(as_cuda(ctx).kernels(), device_kv_layer(layer), as_cuda(pass).device_batch,
                                  q.data_as<float>(), q.strides()[0], shape.num_q_heads, k.data_as<const float>(),
                                  k.strides()[0], v.data_as<const float>(), v.strides()[0], rope.cos.data(),
-                                 rope.sin.data(), rope.max_positions());
+                                 rope.sin.data(), rope.filled);
     }
 #endif
     default: return detail::unsupported_device(ctx, "rope_write_kv");

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -120,13 +122,18 @@ TEST_CASE("cuda qwen2: a mixed prefill + decode batch agrees with the CPU decode
   const auto gpu_rows = run_batch(gpu, mixed);
   const auto cpu_rows = run_batch(cpu, mixed);
   REQUIRE(gpu_rows.size() == cpu_rows.size());
+  // Every logit of a row carries the error of that row's final hidden state (bf16 GEMM inputs, bf16
+  // KV) times its lm-head row, whatever the logit's own value, so the bound scales with the row: 0.05
+  // + 1% of the row's largest |logit| (a logit near 0 measured 0.055 off on an H200; bound(0) = 0.05).
   float max_error = 0;
   for (std::size_t r = 0; r < cpu_rows.size(); ++r) {
+    float row_scale = 0;
+    for (const float x : cpu_rows[r]) row_scale = std::max(row_scale, std::fabs(x));
     for (std::size_t v = 0; v < cpu_rows[r].size(); ++v) {
       const float error = std::fabs(gpu_rows[r][v] - cpu_rows[r][v]);
       max_error = std::max(max_error, error);
-      INFO(fmt::format("row {} token {}", r, v));
-      REQUIRE(error <= bound(cpu_rows[r][v]));
+      INFO(fmt::format("row {} token {} (row's largest |logit| {})", r, v, row_scale));
+      REQUIRE(error <= bound(row_scale));
     }
   }
   fmt::print("cuda qwen2 mixed batch: {} rows, max |gpu - cpu| = {:.3g}\n", cpu_rows.size(), max_error);
@@ -150,4 +157,67 @@ TEST_CASE("cuda qwen2: the device option is refused by name without a device, a 
     REQUIRE_FALSE(model.ok());
     CHECK(model.status().code() == ErrorCode::unsupported);
   }
+}
+
+// Transformers as the reference of the large shapes, on the GPU machine only (it has torch and
+// transformers; scripts/gpu/run-on-gpu.sh, phase hfref): LLAISYS_HF_MODEL is a model directory (the
+// qwen2-0.5b or qwen2-7b shape llaisys-bench generates), LLAISYS_HF_REFERENCE_F32 and
+// LLAISYS_HF_REFERENCE_BF16 ../shared/tools/hf_reference.py's output for the tiny-qwen2 prompts with
+// --dtype float32 and bfloat16. Our CUDA path (bf16 weights and GEMM inputs, f32 accumulation and
+// residual stream, bf16 KV cache) must be no further from transformers' float32 logits than
+// transformers' own bfloat16 run is (max and mean over the prompt positions' top-5 entries, with 50%
+// slack); a wrong rope, mask or weight layout is off by whole units. Hidden ([.]): not a ctest case.
+TEST_CASE("cuda qwen2: a large shape is as close to transformers' f32 logits as transformers' bf16", "[.][hf]") {
+  const char* model_dir = std::getenv("LLAISYS_HF_MODEL");
+  const char* f32_json = std::getenv("LLAISYS_HF_REFERENCE_F32");
+  const char* bf16_json = std::getenv("LLAISYS_HF_REFERENCE_BF16");
+  REQUIRE(model_dir != nullptr);
+  REQUIRE(f32_json != nullptr);
+  REQUIRE(bf16_json != nullptr);
+  const std::vector<ReferenceCase>& f32 = reference_cases(std::filesystem::path(f32_json));
+  const std::vector<ReferenceCase>& bf16 = reference_cases(std::filesystem::path(bf16_json));
+  REQUIRE(f32.size() == bf16.size());
+
+  // transformers bf16 against f32, where both have the entry in their top 5 (same inputs: the prompt).
+  double hf_max = 0, hf_sum = 0;
+  std::size_t hf_count = 0;
+  for (std::size_t i = 0; i < f32.size(); ++i) {
+    REQUIRE(f32[i].prompt_top5.size() == bf16[i].prompt_top5.size());
+    for (std::size_t p = 0; p < f32[i].prompt_top5.size(); ++p) {
+      for (const auto& [id, value] : f32[i].prompt_top5[p]) {
+        for (const auto& [other_id, other] : bf16[i].prompt_top5[p]) {
+          if (other_id != id) continue;
+          const double error = std::fabs(static_cast<double>(other) - static_cast<double>(value));
+          hf_max = std::max(hf_max, error);
+          hf_sum += error;
+          ++hf_count;
+        }
+      }
+    }
+  }
+  REQUIRE(hf_count > 1000);
+
+  AnyModel model = open_model(model_dir, 2, options("bf16"));
+  double ours_max = 0, ours_sum = 0, greedy_max = 0;
+  std::size_t ours_count = 0;
+  for_each_teacher_forced_row(model, f32, kChunk, [&](const ReferenceCase& c, int32_t p,
+                                                       const std::vector<float>& logits, const Top5& reference) {
+    for (const auto& [id, value] : reference) {
+      const double error = std::fabs(static_cast<double>(logits[static_cast<std::size_t>(id)]) - static_cast<double>(value));
+      if (static_cast<std::size_t>(p) < c.prompt_ids.size()) {
+        ours_max = std::max(ours_max, error);
+        ours_sum += error;
+        ++ours_count;
+      } else {
+        greedy_max = std::max(greedy_max, error);
+      }
+    }
+  });
+  const double hf_mean = hf_sum / static_cast<double>(hf_count);
+  const double ours_mean = ours_sum / static_cast<double>(ours_count);
+  fmt::print("cuda qwen2 vs transformers ({}): |ours - f32| max {:.4g} mean {:.4g} over {} entries; |transformers bf16 - "
+             "f32| max {:.4g} mean {:.4g} over {}; greedy positions (ours) max {:.4g}\n",
+             model_dir, ours_max, ours_mean, ours_count, hf_max, hf_mean, hf_count, greedy_max);
+  CHECK(ours_max <= 1.5 * hf_max + 1e-3);
+  CHECK(ours_mean <= 1.5 * hf_mean + 1e-4);
 }

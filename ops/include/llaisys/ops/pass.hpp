@@ -5,7 +5,7 @@
 // plan and its workspace. embedding, gather_rows, rope_write_kv and attention take it.
 //
 // Rope: a model's rotary frequencies on a device (the CPU computes each pass's cos/sin from them; CUDA
-// keeps a table of every position of the context).
+// keeps a table of the positions passes have reached, grown by doubling).
 
 #include <cstdint>
 #include <utility>
