@@ -26,16 +26,41 @@ Result<text::ChatTemplate> fallback_chat_template(const text::Tokenizer& tokeniz
   return text::ChatTemplate::from_string(kFallbackChatTemplate);
 }
 
+namespace {
+
+struct EngineBounds {
+  int64_t lo, hi;
+};
+constexpr EngineBounds kMaxContext{0, 1 << 24}, kMaxNumSeqs{1, 4096}, kBatchedTokens{1, 1 << 20},
+    kKvCacheMb{1, 1 << 24}, kBlockSize{1, 1024};
+
+}  // namespace
+
 void add_engine_options(CLI::App& cmd, EngineOptions& options) {
   cmd.add_option("--max-context", options.max_context, "context limit in tokens (0: the model's)")
-      ->capture_default_str();
-  cmd.add_option("--max-num-seqs", options.max_num_seqs, "sequences decoding at once")->capture_default_str();
+      ->capture_default_str()->check(CLI::Range(kMaxContext.lo, kMaxContext.hi));
+  cmd.add_option("--max-num-seqs", options.max_num_seqs, "sequences decoding at once")
+      ->capture_default_str()->check(CLI::Range(kMaxNumSeqs.lo, kMaxNumSeqs.hi));
   cmd.add_option("--max-batched-tokens", options.max_batched_tokens, "tokens per forward pass")
-      ->capture_default_str();
-  cmd.add_option("--kv-cache-mb", options.kv_cache_mb, "KV cache budget in MiB")->capture_default_str();
-  cmd.add_option("--block-size", options.block_size, "tokens per KV block")->capture_default_str();
+      ->capture_default_str()->check(CLI::Range(kBatchedTokens.lo, kBatchedTokens.hi));
+  cmd.add_option("--kv-cache-mb", options.kv_cache_mb, "KV cache budget in MiB")
+      ->capture_default_str()->check(CLI::Range(kKvCacheMb.lo, kKvCacheMb.hi));
+  cmd.add_option("--block-size", options.block_size, "tokens per KV block")
+      ->capture_default_str()->check(CLI::Range(kBlockSize.lo, kBlockSize.hi));
   cmd.add_flag("--no-prefix-cache", options.no_prefix_cache, "do not reuse KV across requests");
   cmd.add_option("--seed", options.seed, "seed for requests without their own seed");
+}
+
+Status validate_engine_options(const EngineOptions& o) {
+  const auto check = [](std::string_view key, int64_t value, EngineBounds b) -> Status {
+    if (value >= b.lo && value <= b.hi) return Status();
+    return make_error(ErrorCode::invalid_argument, "{} = {} is outside [{}, {}]", key, value, b.lo, b.hi);
+  };
+  LLAISYS_RETURN_IF_ERROR(check("max_context", o.max_context, kMaxContext));
+  LLAISYS_RETURN_IF_ERROR(check("max_num_seqs", o.max_num_seqs, kMaxNumSeqs));
+  LLAISYS_RETURN_IF_ERROR(check("max_batched_tokens", o.max_batched_tokens, kBatchedTokens));
+  LLAISYS_RETURN_IF_ERROR(check("kv_cache_mb", o.kv_cache_mb, kKvCacheMb));
+  return check("block_size", o.block_size, kBlockSize);
 }
 
 EngineConfig to_engine_config(const EngineOptions& options, std::string cache_namespace) {

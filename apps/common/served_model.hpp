@@ -33,6 +33,10 @@ struct EngineOptions {
 // --no-prefix-cache, --seed.
 void add_engine_options(CLI::App& cmd, EngineOptions& options);
 
+// Every value within its range (a TOML file skips the flags' checks): max_context [0, 2^24],
+// max_num_seqs [1, 4096], max_batched_tokens [1, 2^20], kv_cache_mb [1, 2^24], block_size [1, 1024].
+Status validate_engine_options(const EngineOptions& options);
+
 EngineConfig to_engine_config(const EngineOptions& options, std::string cache_namespace = {});
 
 struct ModelLoadOptions {

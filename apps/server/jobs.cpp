@@ -1,5 +1,9 @@
 #include "jobs.hpp"
 
+#include <cmath>
+
+#include <algorithm>
+
 #include <chrono>
 #include <cstring>
 
@@ -138,6 +142,12 @@ class EmbeddingJob final : public Job {
           }
         }
         if (out->embedding.empty() && error_.empty()) error_ = "embedding failed: the engine returned no vector";
+        // JSON has no NaN or infinity: such a vector (broken weights) fails the request by name
+        // rather than producing a reply no client can parse (also in base64, for consistency).
+        if (error_.empty() && !std::ranges::all_of(out->embedding, [](float v) { return std::isfinite(v); })) {
+          error_ = fmt::format("embedding failed: input {} gave a vector with NaN or infinite values (the model's "
+                               "weights or activations are not finite)", i);
+        }
         results_[i] = std::move(out->embedding);
       }
     }

@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -46,10 +47,22 @@ int main(int argc, char** argv) {
     io.stop();
   });
 
+  // SIGHUP (a closed terminal, a reload by habit) would end the process silently: it reloads nothing,
+  // so it is logged and otherwise ignored.
+  net::signal_set hangups(io, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_hangup = [&](const boost::system::error_code& ec,
+                                                                                int) {
+    if (ec) return;
+    llaisys::log::warn("SIGHUP received: ignored (llaisys-server reloads nothing; restart it to change its configuration)");
+    hangups.async_wait(on_hangup);
+  };
+  hangups.async_wait(on_hangup);
+
   net::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) {
     llaisys::log::info("shutting down");
     listener->stop();
+    hangups.cancel();
     io.stop();
   });
   std::signal(SIGPIPE, SIG_IGN);

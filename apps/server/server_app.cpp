@@ -91,8 +91,7 @@ Reply submit_error(const Status& status, const std::string& model) {
   if (status.code() == ErrorCode::invalid_argument) {
     r = error_reply(from_parse_status(status));
   } else if (status.code() == ErrorCode::resource_exhausted) {
-    r = error_reply(rate_limit_error(status.message()));
-    r.headers.emplace_back("Retry-After", "1");
+    r = error_reply(rate_limit_error(status.message()));  // error_reply adds Retry-After to a 429
   } else if (status.code() == ErrorCode::cancelled) {
     r = error_reply(unavailable_error("the server is shutting down"));
   } else {
@@ -103,6 +102,19 @@ Reply submit_error(const Status& status, const std::string& model) {
 }
 
 }  // namespace
+
+bool ServerApp::needs_api_key(std::string_view path) {
+  if (path == "/v1/models" || path.starts_with("/v1/models/")) return false;
+  return path == "/metrics" || path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize";
+}
+
+std::optional<Reply> ServerApp::refuse_before_body(std::string_view target, std::string_view authorization,
+                                                   std::string_view x_api_key) const {
+  const std::string_view path = path_of(target);
+  if (config_.api_keys.empty() || !needs_api_key(path)) return std::nullopt;
+  if (authorized(config_.api_keys, authorization, x_api_key)) return std::nullopt;
+  return error_reply(auth_error());
+}
 
 Reply error_reply(const ApiError& error) {
   Reply r = json_reply(error.status, error_body(error));
@@ -173,12 +185,12 @@ Reply ServerApp::route(const HttpRequestView& request, const OutputNotifier& not
   if (path == "/metrics") {
     if (!get) return method_not_allowed("GET");
     if (!authorized(config_.api_keys, request.authorization, request.x_api_key)) return error_reply(auth_error());
+    // (needs_api_key: the session has refused a keyless /metrics before reading its body already.)
     Reply r = json_reply(200, metrics_text());
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return r;
   }
-  const bool api = path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize";
-  if (!api) {
+  if (!needs_api_key(path)) {
     if (!get) return error_reply(not_found_error(fmt::format("no route {} {}", method.substr(0, 16), path.substr(0, 100))));
     return static_file(path);
   }

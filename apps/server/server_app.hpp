@@ -4,6 +4,7 @@
 // engine's notifications (streamed as SSE, or answered when finished).
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,12 @@ class ServerApp {
   ServerApp(const ServerConfig& config, ModelRouter& router);
   // `notify` is handed to the engine for streamed outputs (called on the engine thread).
   Reply handle(const HttpRequestView& request, const OutputNotifier& notify);
+  // Whether `path` is served only with an API key (when keys are configured): the API and /metrics.
+  static bool needs_api_key(std::string_view path);
+  // Decided from the request head alone, before any body byte is read: the 401 reply of a request to
+  // a keyed route without a valid key, else nothing.
+  std::optional<Reply> refuse_before_body(std::string_view target, std::string_view authorization,
+                                          std::string_view x_api_key) const;
   // Counts a finished reply in the model's metrics (replies without a job).
   void count(const Reply& reply);
   // Every HTTP response the server sends (llaisys_http_requests_total{status}), also those refused

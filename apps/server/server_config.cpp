@@ -1,5 +1,7 @@
 #include "server_config.hpp"
 
+#include "llaisys/core/log.hpp"
+
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -169,9 +171,18 @@ Status apply_toml_models(const std::string& text, const std::string& origin, Ser
         std::string file;
         s = read_value(node, key, where, file);
         spec.chat_template_file = file;
-      } else if (key == "threads") s = read_value(node, key, where, spec.threads);
-      else if (key == "max_running_requests" || key == "max_num_seqs") s = read_value(node, key, where, spec.max_running_requests);
-      else if (key == "max_queued_requests") s = read_value(node, key, where, spec.max_queued_requests);
+      } else if (key == "threads" || key == "max_running_requests" || key == "max_num_seqs" ||
+                 key == "max_queued_requests") {
+        // Read into a checked local: the spec's own fields use -1 / 0 for "the [server] value".
+        int32_t value = 0;
+        s = read_value(node, key, where, value);
+        const bool running = key == "max_running_requests" || key == "max_num_seqs";
+        if (s.ok() && value < (running ? 1 : 0)) {
+          return make_error(ErrorCode::invalid_argument, "{}: {} = {} must be at least {}", where, key, value,
+                            running ? 1 : 0);
+        }
+        (key == "threads" ? spec.threads : running ? spec.max_running_requests : spec.max_queued_requests) = value;
+      }
       else if (key == "options") {
         if (node.as_table() == nullptr) return make_error(ErrorCode::invalid_argument, "{}: 'options' must be a table", where);
         std::ostringstream json;
@@ -284,11 +295,24 @@ Status validate_server_config(const ServerConfig& c) {
   LLAISYS_RETURN_IF_ERROR(range("write_timeout_ms", c.write_timeout_ms, kTimeoutMs));
   LLAISYS_RETURN_IF_ERROR(range("max_stream_backlog_bytes", c.max_stream_backlog_bytes, kBacklogBytes));
   LLAISYS_RETURN_IF_ERROR(range("socket_send_buffer_bytes", c.socket_send_buffer_bytes, kSendBufferBytes));
+  for (const std::string& key : c.api_keys) {
+    if (key.empty()) {
+      return make_error(ErrorCode::invalid_argument,
+                        "an API key is empty (--api-key, api_key / api_keys in the config); leave it out to run "
+                        "without authentication");
+    }
+  }
+  if (log::Level parsed{}; !log::parse_level(c.log_level, parsed)) {
+    return make_error(ErrorCode::invalid_argument, "log_level = '{}' is not one of trace, debug, info, warn, error, off",
+                      c.log_level);
+  }
+  LLAISYS_RETURN_IF_ERROR(app::validate_engine_options(c.engine));
   for (const ModelSpec& m : c.models) {
     const std::string where = fmt::format("model '{}'", m.name);
     LLAISYS_RETURN_IF_ERROR(range("threads", m.threads, kModelThreads).with_context(where));
     LLAISYS_RETURN_IF_ERROR(range("max_running_requests", m.max_running_requests, kRunning).with_context(where));
     LLAISYS_RETURN_IF_ERROR(range("max_queued_requests", m.max_queued_requests, kQueued).with_context(where));
+    LLAISYS_RETURN_IF_ERROR(app::validate_engine_options(m.engine).with_context(where));
   }
   return Status();
 }
@@ -308,6 +332,11 @@ std::optional<int> parse_command_line(int argc, char** argv, ServerConfig& confi
   }
   std::string text;
   if (!config.config_file.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(config.config_file, ec)) {
+      std::cerr << "error: --config " << config.config_file << " is a directory, not a TOML file\n";
+      return 2;
+    }
     std::ifstream in(config.config_file, std::ios::binary);
     if (!in) {
       std::cerr << "error: cannot read --config " << config.config_file << "\n";
@@ -328,7 +357,13 @@ std::optional<int> parse_command_line(int argc, char** argv, ServerConfig& confi
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (const char* key = std::getenv("LLAISYS_API_KEY"); key != nullptr && *key != '\0') {
+  // An empty key would either lock everyone out or, read as "no key", turn authentication off: it
+  // is refused from every source (here the environment, below the flag and the file).
+  if (const char* key = std::getenv("LLAISYS_API_KEY"); key != nullptr) {
+    if (*key == '\0') {
+      std::cerr << "error: LLAISYS_API_KEY is set but empty; unset it to run without authentication\n";
+      return 2;
+    }
     config.api_keys.emplace_back(key);
   }
   if (!text.empty()) {

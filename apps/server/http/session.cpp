@@ -126,6 +126,32 @@ class Session : public std::enable_shared_from_this<Session> {
     ++requests_;
     started_ = Clock::now();
     const auto& req = parser_->get();
+    // RFC 9112 6.1/6.3: a Transfer-Encoding whose last coding is not chunked leaves the body's end
+    // unknown, and one beside Content-Length is ambiguous (the classic smuggling pair): both are
+    // refused and the connection closed, never read as "no body".
+    if (req.find(http::field::transfer_encoding) != req.end()) {
+      if (!parser_->chunked()) {
+        return fail_request(501, fmt::format("Transfer-Encoding '{}' is not supported: only chunked",
+                                             std::string_view(req[http::field::transfer_encoding]).substr(0, 64)));
+      }
+      if (req.find(http::field::content_length) != req.end()) {
+        return fail_request(400, "a request with both Transfer-Encoding and Content-Length is refused");
+      }
+    }
+    // A keyed route without a valid key is answered from the head: no body byte is read (no 100
+    // Continue either), and the connection closes since the unread body would follow. CORS
+    // preflights (OPTIONS) never carry the key and are answered as before.
+    if (auto refused = req.method() == http::verb::options
+                           ? std::nullopt
+                           : app_.refuse_before_body(req.target(), req[http::field::authorization], req["x-api-key"])) {
+      method_ = std::string(req.method_string());
+      target_ = std::string(req.target());
+      origin_ = std::string(req[http::field::origin]);
+      head_ = req.method() == http::verb::head;
+      begin_request({.method = method_, .target = target_, .finish = refused->body.substr(0, 300)});
+      record(refused->status);
+      return send_simple(refused->status, refused->content_type, std::move(refused->body), refused->headers, false);
+    }
     if (const auto length = parser_->content_length();
         length && *length > static_cast<uint64_t>(config_.max_body_bytes)) {
       return fail_request(413, fmt::format("the request body ({} bytes) is larger than the limit of {} bytes", *length,
@@ -170,8 +196,8 @@ class Session : public std::enable_shared_from_this<Session> {
     bool star = false;
     for (const std::string& allowed : config_.cors_origins) {
       if (allowed == origin) {
-        return fmt::format("Access-Control-Allow-Origin: {}\r\nAccess-Control-Allow-Credentials: true\r\nVary: Origin\r\n",
-                           origin);
+        // No Access-Control-Allow-Credentials: the API key travels in a header, never in a cookie.
+        return fmt::format("Access-Control-Allow-Origin: {}\r\nVary: Origin\r\n", origin);
       }
       star = star || allowed == "*";
     }

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <utility>
+#include <optional>
+#include <cstdlib>
 #include <sstream>
 #include <regex>
 
@@ -341,6 +344,52 @@ TEST_CASE("settings out of range are refused, whether from flags or the file") {
   ServerConfig c;
   c.port = 70000;
   CHECK_THAT(validate_server_config(c).message(), Catch::Contains("port = 70000 is outside [0, 65535]"));
+
+  // Values that a "use the [server] value" sentinel or a clamp used to swallow.
+  const std::string model = "[[model]]\nname = \"m2\"\npath = \"/y\"\n";
+  CHECK_FALSE(parse(model + "threads = 3\nmax_running_requests = 2\nmax_queued_requests = 0\n", {}).has_value());
+  CHECK(parse(model + "threads = -4\n", {}) == 2);
+  CHECK(parse(model + "max_running_requests = 0\n", {}) == 2);
+  CHECK(parse(model + "max_queued_requests = -1\n", {}) == 2);
+  CHECK(parse(model + "kv_cache_mb = 100000000\n", {}) == 2);
+  CHECK(parse("[server]\nmax_context = -1\n", {}) == 2);
+  CHECK(parse("[server]\nlog_level = \"loud\"\n", {}) == 2);
+  CHECK_FALSE(parse("[server]\nlog_level = \"warn\"\n", {}).has_value());
+  CHECK(parse("[server]\n", {"--kv-cache-mb", "0"}).value_or(0) != 0);  // CLI11's own exit code
+  CHECK(parse("[server]\n", {"--block-size", "0"}).value_or(0) != 0);
+  ServerConfig engine;
+  engine.engine.max_batched_tokens = 0;
+  CHECK_THAT(validate_server_config(engine).message(), Catch::Contains("max_batched_tokens = 0 is outside"));
+}
+
+TEST_CASE("an empty API key from any source is a start-up error, never 'no authentication'") {
+  llaisys::test::TempDir dir;
+  auto parse = [&](const std::string& toml, std::vector<std::string> args) {
+    const auto file = dir.path() / "k.toml";
+    std::ofstream(file) << toml;
+    args.insert(args.begin(), {"llaisys-server", "--config", file.string(), "--model", "m=/x"});
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    ServerConfig config;
+    auto code = parse_command_line(static_cast<int>(argv.size()), argv.data(), config);
+    return std::make_pair(code, config.api_keys);
+  };
+  ::unsetenv("LLAISYS_API_KEY");
+  CHECK(parse("[server]\n", {"--api-key", "k1"}) == std::make_pair(std::optional<int>(), std::vector<std::string>{"k1"}));
+  CHECK(parse("[server]\n", {"--api-key", ""}).first == 2);
+  CHECK(parse("[server]\napi_key = [\"\"]\n", {}).first == 2);
+  CHECK(parse("[server]\napi_keys = [\"a\", \"\"]\n", {}).first == 2);
+  ::setenv("LLAISYS_API_KEY", "", 1);
+  CHECK(parse("[server]\n", {}).first == 2);
+  ::setenv("LLAISYS_API_KEY", "from-env", 1);
+  CHECK(parse("[server]\n", {}) == std::make_pair(std::optional<int>(), std::vector<std::string>{"from-env"}));
+  ::unsetenv("LLAISYS_API_KEY");
+  // A directory given as the config file is refused by name (it used to read as an empty file).
+  std::vector<std::string> args{"llaisys-server", "--config", dir.path().string(), "--model", "m=/x"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  ServerConfig config;
+  CHECK(parse_command_line(static_cast<int>(argv.size()), argv.data(), config) == 2);
 }
 
 TEST_CASE("error bodies are valid UTF-8 JSON whatever the message quotes") {

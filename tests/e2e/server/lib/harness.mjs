@@ -140,10 +140,11 @@ export class Server {
     this.argv = argv;
     this.logFile = path.join(this.logDir, `${this.name}.log`);
     const log = fs.openSync(this.logFile, 'w');
-    this.child = spawn(program('llaisys-server'), argv, {
-      stdio: ['ignore', log, log],
-      env: { ...process.env, LLAISYS_API_KEY: '', ...this.env },
-    });
+    // The server's key comes from --api-key alone: a LLAISYS_API_KEY of the caller's is removed (an
+    // empty one would be refused at start-up).
+    const env = { ...process.env, ...this.env };
+    if (!this.env || !('LLAISYS_API_KEY' in this.env)) delete env.LLAISYS_API_KEY;
+    this.child = spawn(program('llaisys-server'), argv, { stdio: ['ignore', log, log], env });
     fs.closeSync(log);
     this.child.on('exit', (code, signal) => { this.exit = { code, signal }; });
     liveServers.add(this);

@@ -139,4 +139,7 @@ export const rawCaseNames = [
   'an HTTP/1.0 stream is sent unframed and ends with the connection',
   'HEAD, then garbage: the 400 keeps its body',
   'an error quoting a model name cut mid-character is valid UTF-8',
+  'Transfer-Encoding: gzip is refused, its body never read as a second request',
+  'Transfer-Encoding: chunked beside Content-Length is refused',
+  'no key and Expect: 100-continue: 401 from the head, no 100 Continue, no body read',
 ];

@@ -177,6 +177,40 @@ test(`404: ${rawCaseNames[12]}`, async () => {
   fx.server.assertAlive();
 });
 
+test(`501: ${rawCaseNames[13]}`, async () => {
+  // The body is a whole second request: read as "no body" (as it was), it got its own 200.
+  const smuggled = 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+  const data = `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n${smuggled}`;
+  const res = await rawExchange(fx.server, data, { timeoutMs: 5000 * slow });
+  assert.equal(res.status, 501, res.text.slice(0, 300));
+  assert.match(rawResponseJson(res.bytes)?.error?.message ?? '', /Transfer-Encoding 'gzip' is not supported/);
+  assert.equal((res.text.match(/^HTTP\/1\.1 /gm) ?? []).length, 1, `more than one response: ${res.text.slice(0, 600)}`);
+  assert.ok(res.closed, 'the connection stayed open');
+  fx.server.assertAlive();
+});
+
+test(`400: ${rawCaseNames[14]}`, async () => {
+  const data = `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`;
+  const res = await rawExchange(fx.server, data, { timeoutMs: 5000 * slow });
+  assert.equal(res.status, 400, res.text.slice(0, 300));
+  assert.equal((res.text.match(/^HTTP\/1\.1 /gm) ?? []).length, 1, `more than one response: ${res.text.slice(0, 600)}`);
+  fx.server.assertAlive();
+});
+
+test(`401: ${rawCaseNames[15]}`, async () => {
+  // A body within --max-body-bytes announced, none sent: the answer must come from the head alone
+  // (a body over the limit gets 413 from the head, also unread).
+  const head = 'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
+    `Content-Length: ${MAX_BODY - 1}\r\nExpect: 100-continue\r\n\r\n`;
+  const res = await rawExchange(fx.server, head, { timeoutMs: 5000 * slow });
+  assert.equal(res.status, 401, res.text.slice(0, 300));
+  assert.ok(!res.text.includes('100 Continue'), `the server invited the body: ${res.text.slice(0, 300)}`);
+  assert.ok(res.closed, 'the connection stayed open');
+  assert.ok(res.elapsedMs < BODY_TIMEOUT_MS * 0.8, `answered after ${res.elapsedMs} ms: the body deadline, not the head`);
+  assert.deepEqual(errorShapeProblems(rawResponseJson(res.bytes), { type: 'authentication_error', code: 'invalid_api_key' }), []);
+  fx.server.assertAlive();
+});
+
 test('CORS preflight: the allowed origin gets the headers its SDK asks for; others get no CORS headers', async () => {
   const preflight = (origin, requested) => rawExchange(fx.server,
     `OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: ${origin}\r\nAccess-Control-Request-Method: POST\r\n` +
@@ -186,12 +220,25 @@ test('CORS preflight: the allowed origin gets the headers its SDK asks for; othe
   const head = sdk.text.toLowerCase();
   assert.match(head, /access-control-allow-origin: https:\/\/app\.example/);
   assert.match(head, /access-control-allow-headers: [^\r]*x-stainless-retry-count/);
+  // The key travels in a header, never a cookie: no credentials mode.
+  assert.doesNotMatch(head, /access-control-allow-credentials/);
   const odd = await preflight('https://app.example', 'x-a;evil=1');
   assert.match(odd.text.toLowerCase(), /access-control-allow-headers: authorization, content-type, x-api-key\r\n/);
   const other = await preflight('https://elsewhere.example', 'authorization');
   assert.equal(other.status, 204, other.text);
   assert.doesNotMatch(other.text.toLowerCase(), /access-control-allow/);
   fx.server.assertAlive();
+});
+
+test('SIGHUP is logged and ignored: the server keeps serving', async () => {
+  for (let i = 0; i < 2; ++i) {
+    fx.server.child.kill('SIGHUP');
+    await new Promise((resolve) => setTimeout(resolve, 200 * slow));
+    fx.server.assertAlive();
+  }
+  const health = await request(fx.server, { path: '/health', auth: false });
+  assert.equal(health.status, 200, health.text);
+  assert.equal((fx.server.logTail(400).match(/SIGHUP received: ignored/g) ?? []).length, 2, fx.server.logTail(20));
 });
 
 test('after the table: /health is 200 and normal requests succeed', async () => {
