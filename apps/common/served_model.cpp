@@ -1,5 +1,7 @@
 #include "served_model.hpp"
 
+#include "value_range.hpp"
+
 #include <algorithm>
 
 #include "llaisys/core/log.hpp"
@@ -28,11 +30,8 @@ Result<text::ChatTemplate> fallback_chat_template(const text::Tokenizer& tokeniz
 
 namespace {
 
-struct EngineBounds {
-  int64_t lo, hi;
-};
-constexpr EngineBounds kMaxContext{0, 1 << 24}, kMaxNumSeqs{1, 4096}, kBatchedTokens{1, 1 << 20},
-    kKvCacheMb{1, 1 << 24}, kBlockSize{1, 1024};
+constexpr ValueRange kMaxContext{0, 1 << 24}, kMaxNumSeqs{1, 4096}, kBatchedTokens{1, 1 << 20}, kKvCacheMb{1, 1 << 24},
+    kBlockSize{1, 1024};
 
 }  // namespace
 
@@ -52,15 +51,11 @@ void add_engine_options(CLI::App& cmd, EngineOptions& options) {
 }
 
 Status validate_engine_options(const EngineOptions& o) {
-  const auto check = [](std::string_view key, int64_t value, EngineBounds b) -> Status {
-    if (value >= b.lo && value <= b.hi) return Status();
-    return make_error(ErrorCode::invalid_argument, "{} = {} is outside [{}, {}]", key, value, b.lo, b.hi);
-  };
-  LLAISYS_RETURN_IF_ERROR(check("max_context", o.max_context, kMaxContext));
-  LLAISYS_RETURN_IF_ERROR(check("max_num_seqs", o.max_num_seqs, kMaxNumSeqs));
-  LLAISYS_RETURN_IF_ERROR(check("max_batched_tokens", o.max_batched_tokens, kBatchedTokens));
-  LLAISYS_RETURN_IF_ERROR(check("kv_cache_mb", o.kv_cache_mb, kKvCacheMb));
-  return check("block_size", o.block_size, kBlockSize);
+  LLAISYS_RETURN_IF_ERROR(check_range("max_context", o.max_context, kMaxContext));
+  LLAISYS_RETURN_IF_ERROR(check_range("max_num_seqs", o.max_num_seqs, kMaxNumSeqs));
+  LLAISYS_RETURN_IF_ERROR(check_range("max_batched_tokens", o.max_batched_tokens, kBatchedTokens));
+  LLAISYS_RETURN_IF_ERROR(check_range("kv_cache_mb", o.kv_cache_mb, kKvCacheMb));
+  return check_range("block_size", o.block_size, kBlockSize);
 }
 
 EngineConfig to_engine_config(const EngineOptions& options, std::string cache_namespace) {

@@ -1,6 +1,7 @@
 #include "server_config.hpp"
 
 #include "llaisys/core/log.hpp"
+#include "value_range.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -227,11 +228,9 @@ namespace {
 
 // The settings' ranges: checked on the flags as they are parsed, and on the merged result (file and
 // flags) by validate_server_config.
-struct Bounds {
-  int64_t lo, hi;
-};
+using app::ValueRange;
 constexpr int64_t kDayMs = int64_t{24} * 3600 * 1000;
-constexpr Bounds kPort{0, 65535}, kIoThreads{1, 256}, kModelThreads{0, 1024}, kRunning{1, 4096}, kQueued{0, 1 << 20},
+constexpr ValueRange kPort{0, 65535}, kIoThreads{1, 256}, kModelThreads{0, 1024}, kRunning{1, 4096}, kQueued{0, 1 << 20},
     kBodyBytes{1, int64_t{1} << 34}, kConnections{1, 1 << 20}, kTimeoutMs{1, kDayMs}, kKeepaliveMs{0, kDayMs},
     kBacklogBytes{4096, int64_t{1} << 40}, kSendBufferBytes{0, int64_t{1} << 30};
 
@@ -277,10 +276,7 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
 }
 
 Status validate_server_config(const ServerConfig& c) {
-  auto range = [](std::string_view key, int64_t value, Bounds b) -> Status {
-    if (value >= b.lo && value <= b.hi) return Status();
-    return make_error(ErrorCode::invalid_argument, "{} = {} is outside [{}, {}]", key, value, b.lo, b.hi);
-  };
+  const auto range = &app::check_range;
   LLAISYS_RETURN_IF_ERROR(range("port", c.port, kPort));
   LLAISYS_RETURN_IF_ERROR(range("threads", c.threads, kIoThreads));
   LLAISYS_RETURN_IF_ERROR(range("model_threads", c.model_threads, kModelThreads));

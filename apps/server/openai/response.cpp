@@ -69,21 +69,18 @@ GenerationResponse::GenerationResponse(const ParsedGenerate& parsed, ResponseMet
 }
 
 namespace {
-// JSON has no infinities or NaN (Boost.JSON would write them bare, which no client parses). A token
-// the model forbids has logprob -inf: it is sent as -9999.0, as vLLM does; +inf cannot occur (a
-// logprob is at most 0) and NaN (non-finite logits) is sent as null. docs/SERVER.md says so.
-json::value json_logprob(float logprob) {
-  if (std::isfinite(logprob)) return static_cast<double>(logprob);
-  if (std::isnan(logprob)) return nullptr;
-  return logprob < 0 ? -9999.0 : 0.0;
-}
-
 json::array byte_list(std::string_view bytes) {
   json::array out;
   for (char c : bytes) out.push_back(static_cast<unsigned char>(c));
   return out;
 }
 }  // namespace
+
+json::value logprob_json(float logprob) {
+  if (std::isfinite(logprob)) return static_cast<double>(logprob);
+  if (std::isnan(logprob)) return nullptr;
+  return logprob < 0 ? -9999.0 : 0.0;
+}
 
 json::value GenerationResponse::delta_logprobs(Choice& choice, const ChoiceDelta& delta) {
   if (!parsed_.logprobs || delta.logprobs.empty()) return nullptr;
@@ -99,9 +96,9 @@ json::value GenerationResponse::delta_logprobs(Choice& choice, const ChoiceDelta
         if (static_cast<int32_t>(top.size()) >= parsed_.top_logprobs) break;
         const std::string b = token_bytes(id);
         top.push_back(
-            json::object{{"token", sanitize_utf8(b)}, {"logprob", json_logprob(logprob)}, {"bytes", byte_list(b)}});
+            json::object{{"token", sanitize_utf8(b)}, {"logprob", logprob_json(logprob)}, {"bytes", byte_list(b)}});
       }
-      json::object entry{{"token", sanitize_utf8(bytes)}, {"logprob", json_logprob(lp.logprob)}, {"bytes", byte_list(bytes)},
+      json::object entry{{"token", sanitize_utf8(bytes)}, {"logprob", logprob_json(lp.logprob)}, {"bytes", byte_list(bytes)},
                          {"top_logprobs", std::move(top)}};
       choice.chat_logprobs.push_back(entry);
       content.push_back(std::move(entry));
@@ -117,10 +114,10 @@ json::value GenerationResponse::delta_logprobs(Choice& choice, const ChoiceDelta
     json::object top;
     for (const auto& [id, logprob] : lp.top) {
       if (static_cast<int32_t>(top.size()) >= parsed_.top_logprobs) break;
-      top[sanitize_utf8(token_bytes(id))] = json_logprob(logprob);
+      top[sanitize_utf8(token_bytes(id))] = logprob_json(logprob);
     }
     tokens.push_back(json::string(text));
-    token_logprobs.push_back(json_logprob(lp.logprob));
+    token_logprobs.push_back(logprob_json(lp.logprob));
     tops.push_back(std::move(top));
     offsets.push_back(static_cast<int64_t>(offset));
     offset += token_bytes(lp.token).size();

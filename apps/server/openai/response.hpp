@@ -29,6 +29,11 @@ std::string sanitize_utf8(std::string_view bytes);
 
 boost::json::object usage_json(const Usage& usage);
 
+// A logprob as JSON, which has no infinities or NaN (Boost.JSON would write them bare, which no
+// client parses): -inf (a token the request forbids) is -9999.0, as vLLM sends it; NaN (non-finite
+// logits) is null; +inf cannot occur (a logprob is at most 0) and is 0.
+boost::json::value logprob_json(float logprob);
+
 class GenerationResponse {
  public:
   GenerationResponse(const ParsedGenerate& parsed, ResponseMeta meta, std::shared_ptr<const text::Tokenizer> tokenizer);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <utility>
 #include <optional>
 #include <cstdlib>
@@ -322,16 +323,28 @@ TEST_CASE("command-line flags override the config file") {
   CHECK(config.models[0].options_json != config.models[1].options_json);
 }
 
+namespace {
+
+// parse_command_line on `llaisys-server --config <dir>/s.toml --model m=/x ARGS...` with `toml` as the
+// file: the exit code (none: parsed) and the resulting config.
+std::pair<std::optional<int>, ServerConfig> parse_server(const llaisys::test::TempDir& dir, const std::string& toml,
+                                                         std::vector<std::string> args) {
+  const auto file = dir.path() / "s.toml";
+  std::ofstream(file) << toml;
+  args.insert(args.begin(), {"llaisys-server", "--config", file.string(), "--model", "m=/x"});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  ServerConfig config;
+  auto code = parse_command_line(static_cast<int>(argv.size()), argv.data(), config);
+  return {code, std::move(config)};
+}
+
+}  // namespace
+
 TEST_CASE("settings out of range are refused, whether from flags or the file") {
   llaisys::test::TempDir dir;
   auto parse = [&](const std::string& toml, std::vector<std::string> args) {
-    const auto file = dir.path() / "s.toml";
-    std::ofstream(file) << toml;
-    args.insert(args.begin(), {"llaisys-server", "--config", file.string(), "--model", "m=/x"});
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    ServerConfig config;
-    return parse_command_line(static_cast<int>(argv.size()), argv.data(), config);
+    return parse_server(dir, toml, std::move(args)).first;
   };
   CHECK_FALSE(parse("[server]\nmax_queued_requests = 64\n", {}).has_value());
   // 2^31 - 1 queued requests overflowed the admission count: every request got 429.
@@ -365,13 +378,7 @@ TEST_CASE("settings out of range are refused, whether from flags or the file") {
 TEST_CASE("an empty API key from any source is a start-up error, never 'no authentication'") {
   llaisys::test::TempDir dir;
   auto parse = [&](const std::string& toml, std::vector<std::string> args) {
-    const auto file = dir.path() / "k.toml";
-    std::ofstream(file) << toml;
-    args.insert(args.begin(), {"llaisys-server", "--config", file.string(), "--model", "m=/x"});
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    ServerConfig config;
-    auto code = parse_command_line(static_cast<int>(argv.size()), argv.data(), config);
+    auto [code, config] = parse_server(dir, toml, std::move(args));
     return std::make_pair(code, config.api_keys);
   };
   ::unsetenv("LLAISYS_API_KEY");
@@ -390,6 +397,17 @@ TEST_CASE("an empty API key from any source is a start-up error, never 'no authe
   for (std::string& a : args) argv.push_back(a.data());
   ServerConfig config;
   CHECK(parse_command_line(static_cast<int>(argv.size()), argv.data(), config) == 2);
+}
+
+TEST_CASE("logprobs are valid JSON numbers whatever the model computed") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const boost::json::object o{{"finite", logprob_json(-1.5f)},
+                              {"forbidden", logprob_json(-inf)},
+                              {"nan", logprob_json(std::numeric_limits<float>::quiet_NaN())},
+                              {"plus_inf", logprob_json(inf)}};
+  const std::string text = boost::json::serialize(o);
+  CHECK(text == R"({"finite":-1.5E0,"forbidden":-9.999E3,"nan":null,"plus_inf":0E0})");
+  CHECK(boost::json::parse(text).as_object().at("forbidden").as_double() == -9999.0);
 }
 
 TEST_CASE("error bodies are valid UTF-8 JSON whatever the message quotes") {
