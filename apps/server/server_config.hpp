@@ -38,7 +38,10 @@ struct ServerConfig {
   int32_t max_running_requests = 64;
   int32_t max_queued_requests = 256;
   int64_t max_body_bytes = 32ll << 20;
+  // Request-body bytes being received at once, over every connection (503 beyond): 8 largest bodies.
+  int64_t max_body_bytes_in_flight = 256ll << 20;
   int32_t max_connections = 1024;
+  int32_t max_connections_per_client = 256;  // open connections of one client address (503 beyond)
   int64_t header_timeout_ms = 10000;
   int64_t body_timeout_ms = 60000;
   int64_t idle_timeout_ms = 60000;

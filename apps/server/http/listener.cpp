@@ -12,7 +12,12 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 Listener::Listener(net::io_context& io, ServerApp& app, const ServerConfig& config)
-    : io_(io), acceptor_(net::make_strand(io)), retry_(acceptor_.get_executor()), app_(app), config_(config) {}
+    : io_(io),
+      acceptor_(net::make_strand(io)),
+      retry_(acceptor_.get_executor()),
+      app_(app),
+      config_(config),
+      gate_(std::make_shared<ConnectionGate>(config)) {}
 
 Result<uint16_t> Listener::listen(const std::string& host, uint16_t port) {
   boost::system::error_code ec;
@@ -49,9 +54,9 @@ void Listener::accept() {
         const auto bytes = static_cast<int>(std::min<int64_t>(self->config_.socket_send_buffer_bytes, 1 << 30));
         socket.set_option(net::socket_base::send_buffer_size(bytes), ignored);
       }
-      const int32_t open = self->open_connections_->fetch_add(1) + 1;
-      start_session(std::move(socket), self->app_, self->config_, self->open_connections_,
-                    open > self->config_.max_connections);
+      std::string client = socket.remote_endpoint(ignored).address().to_string();
+      const ConnectionGate::Verdict verdict = self->gate_->admit_connection(client);
+      start_session(std::move(socket), self->app_, self->config_, self->gate_, std::move(client), verdict);
     } else {
       // Out of file descriptors (EMFILE / ENFILE) or memory, the pending connection stays in the
       // backlog and an immediate retry fails again at once: 100% CPU and a log flood. Retry after

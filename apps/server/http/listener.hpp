@@ -1,13 +1,14 @@
 #pragma once
 // Accepts connections on the I/O threads; each connection gets its own strand. Beyond
-// --max-connections, a connection is answered 503 and closed.
+// --max-connections, or --max-connections-per-client from one address, a connection is answered
+// 503 and closed (http/connection_gate.hpp).
 
-#include <atomic>
 #include <memory>
 #include <string>
 
 #include <boost/asio.hpp>
 
+#include "http/connection_gate.hpp"
 #include "server_app.hpp"
 #include "server_config.hpp"
 
@@ -30,7 +31,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   boost::asio::steady_timer retry_;  // after a failed accept
   ServerApp& app_;
   const ServerConfig& config_;
-  std::shared_ptr<std::atomic<int32_t>> open_connections_ = std::make_shared<std::atomic<int32_t>>(0);
+  std::shared_ptr<ConnectionGate> gate_;
 };
 
 }  // namespace llaisys::server

@@ -43,10 +43,17 @@ std::string status_line(int status) {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, ServerApp& app, const ServerConfig& config,
-          std::shared_ptr<std::atomic<int32_t>> open_connections)
-      : socket_(std::move(socket)), deadline_(socket_.get_executor()), keepalive_(socket_.get_executor()),
-        write_deadline_(socket_.get_executor()), hold_(socket_.get_executor()), app_(app), config_(config), open_connections_(std::move(open_connections)) {}
+  Session(tcp::socket socket, ServerApp& app, const ServerConfig& config, std::shared_ptr<ConnectionGate> gate,
+          std::string client)
+      : socket_(std::move(socket)),
+        deadline_(socket_.get_executor()),
+        keepalive_(socket_.get_executor()),
+        write_deadline_(socket_.get_executor()),
+        hold_(socket_.get_executor()),
+        app_(app),
+        config_(config),
+        gate_(std::move(gate)),
+        client_(std::move(client)) {}
 
   ~Session() {
     if (job_ && !recorded_) {  // the connection died with a request in flight
@@ -54,20 +61,20 @@ class Session : public std::enable_shared_from_this<Session> {
       record(499);
     }
     if (recorded_) write_log(DeliveryFailure::connection_gone);
-    open_connections_->fetch_sub(1);
+    release_body();
+    gate_->release_connection(client_);
   }
 
-  void start(bool over_capacity) {
-    net::dispatch(socket_.get_executor(), [self = shared_from_this(), over_capacity] {
-      if (over_capacity) {
-        self->keep_alive_ = false;
-        self->begin_request({.status = 503, .finish = "over --max-connections"});
-        self->record(503);
-        ApiError e = unavailable_error("the server has too many open connections; retry later");
-        self->send_simple(503, "application/json", error_body(e), {{"Retry-After", "1"}}, false);
-      } else {
-        self->read_header();
-      }
+  void start(ConnectionGate::Verdict verdict) {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this(), verdict] {
+      if (verdict == ConnectionGate::Verdict::admitted) return self->read_header();
+      const bool total = verdict == ConnectionGate::Verdict::over_total;
+      self->keep_alive_ = false;
+      self->begin_request({.status = 503, .finish = total ? "over --max-connections" : "over --max-connections-per-client"});
+      self->record(503);
+      ApiError e = unavailable_error(total ? "the server has too many open connections; retry later"
+                                           : "this client has too many open connections; retry later");
+      self->send_simple(503, "application/json", error_body(e), {{"Retry-After", "1"}}, false);
     });
   }
 
@@ -96,7 +103,13 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // ---- reading a request
+  void release_body() {
+    if (body_reserved_ > 0) gate_->release_body(body_reserved_);
+    body_reserved_ = 0;
+  }
+
   void read_header() {
+    release_body();  // the previous request's body is done with
     // A new request: nothing of the previous one's (a HEAD without a body, HTTP/1.0 framing)
     // applies to what is answered next, even to a protocol error before handle() runs.
     head_ = false;
@@ -156,6 +169,23 @@ class Session : public std::enable_shared_from_this<Session> {
         length && *length > static_cast<uint64_t>(config_.max_body_bytes)) {
       return fail_request(413, fmt::format("the request body ({} bytes) is larger than the limit of {} bytes", *length,
                                            config_.max_body_bytes));
+    }
+    // The body's bytes come out of the server-wide budget before any is read: its Content-Length, or
+    // the largest allowed body when chunked. Released when the next request starts or the connection
+    // ends.
+    const int64_t body_bytes = parser_->content_length() ? static_cast<int64_t>(*parser_->content_length())
+                               : parser_->chunked()      ? config_.max_body_bytes
+                                                         : 0;
+    if (body_bytes > 0) {
+      if (!gate_->reserve_body(body_bytes)) {
+        keep_alive_ = false;
+        begin_request({.method = std::string(req.method_string()), .target = std::string(req.target()),
+                       .finish = "over --max-body-bytes-in-flight"});
+        record(503);
+        ApiError e = unavailable_error("the server is receiving too many request bodies at once; retry later");
+        return send_simple(503, "application/json", error_body(e), {{"Retry-After", "1"}}, false);
+      }
+      body_reserved_ = body_bytes;
     }
     if (beast::iequals(req[http::field::expect], "100-continue")) {
       continue_ = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -533,7 +563,9 @@ class Session : public std::enable_shared_from_this<Session> {
   net::steady_timer hold_;
   ServerApp& app_;
   const ServerConfig& config_;
-  std::shared_ptr<std::atomic<int32_t>> open_connections_;
+  std::shared_ptr<ConnectionGate> gate_;
+  std::string client_;          // the peer's address (per-client connection count)
+  int64_t body_reserved_ = 0;   // this request's share of --max-body-bytes-in-flight
 
   // Bounded: bytes read but not yet parsed (a header, a chunk-size line, pipelined requests) never
   // exceed this; a chunk line without end fails the read instead of growing without limit.
@@ -567,9 +599,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
-void start_session(tcp::socket socket, ServerApp& app, const ServerConfig& config,
-                   std::shared_ptr<std::atomic<int32_t>> open_connections, bool over_capacity) {
-  std::make_shared<Session>(std::move(socket), app, config, std::move(open_connections))->start(over_capacity);
+void start_session(tcp::socket socket, ServerApp& app, const ServerConfig& config, std::shared_ptr<ConnectionGate> gate,
+                   std::string client, ConnectionGate::Verdict verdict) {
+  std::make_shared<Session>(std::move(socket), app, config, std::move(gate), std::move(client))->start(verdict);
 }
 
 }  // namespace llaisys::server

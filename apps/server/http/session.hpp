@@ -4,19 +4,21 @@
 // with keep-alive comments, and a read kept outstanding while generating so that a client that
 // goes away (EOF, reset) has its request aborted in the engine, streaming or not.
 
-#include <atomic>
 #include <memory>
+#include <string>
 
 #include <boost/asio.hpp>
 
+#include "http/connection_gate.hpp"
 #include "server_app.hpp"
 #include "server_config.hpp"
 
 namespace llaisys::server {
 
-// Starts a session on an accepted socket (its executor must be a strand). `open_connections` is
-// decremented when the session ends. With `over_capacity`, answers 503 and closes.
+// Starts a session on an accepted socket (its executor must be a strand) from `client` (its address),
+// admitted with `verdict`: anything but admitted is answered 503 and closed. The session releases its
+// connection (and any body reservation) in `gate` when it ends.
 void start_session(boost::asio::ip::tcp::socket socket, ServerApp& app, const ServerConfig& config,
-                   std::shared_ptr<std::atomic<int32_t>> open_connections, bool over_capacity);
+                   std::shared_ptr<ConnectionGate> gate, std::string client, ConnectionGate::Verdict verdict);
 
 }  // namespace llaisys::server

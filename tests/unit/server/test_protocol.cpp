@@ -367,6 +367,9 @@ TEST_CASE("settings out of range are refused, whether from flags or the file") {
   CHECK(parse(model + "kv_cache_mb = 100000000\n", {}) == 2);
   CHECK(parse("[server]\nmax_context = -1\n", {}) == 2);
   CHECK(parse("[server]\nlog_level = \"loud\"\n", {}) == 2);
+  CHECK(parse("[server]\nmax_connections_per_client = 0\n", {}) == 2);
+  CHECK(parse("[server]\nmax_body_bytes = 1000\nmax_body_bytes_in_flight = 999\n", {}) == 2);
+  CHECK_FALSE(parse("[server]\nmax_body_bytes = 1000\nmax_body_bytes_in_flight = 1000\n", {}).has_value());
   CHECK_FALSE(parse("[server]\nlog_level = \"warn\"\n", {}).has_value());
   CHECK(parse("[server]\n", {"--kv-cache-mb", "0"}).value_or(0) != 0);  // CLI11's own exit code
   CHECK(parse("[server]\n", {"--block-size", "0"}).value_or(0) != 0);

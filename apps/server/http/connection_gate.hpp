@@ -1,0 +1,43 @@
+#pragma once
+// What the listener lets in, shared by every session: open connections (--max-connections),
+// connections per client address (--max-connections-per-client, so that one address cannot take
+// every slot) and request-body bytes being received at once (--max-body-bytes-in-flight, so that
+// many large bodies cannot exhaust memory; a body's bytes are reserved from its head: its
+// Content-Length, or --max-body-bytes when chunked). Thread-safe: sessions run on several threads.
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "server_config.hpp"
+
+namespace llaisys::server {
+
+class ConnectionGate {
+ public:
+  explicit ConnectionGate(const ServerConfig& config);
+
+  enum class Verdict { admitted, over_total, over_client };
+  // Counts a new connection from `client` (whatever the verdict: release_connection undoes it) and
+  // says whether it may be served.
+  Verdict admit_connection(const std::string& client);
+  void release_connection(const std::string& client);
+
+  // Reserves `bytes` of the body budget; false, with nothing reserved, when they do not fit.
+  bool reserve_body(int64_t bytes);
+  void release_body(int64_t bytes);
+  int64_t body_bytes_in_flight() const { return body_bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  const int32_t max_connections_;
+  const int32_t max_per_client_;
+  const int64_t max_body_bytes_in_flight_;
+  std::atomic<int32_t> open_{0};
+  std::atomic<int64_t> body_bytes_{0};
+  std::mutex mutex_;
+  std::unordered_map<std::string, int32_t> per_client_;  // guarded by mutex_
+};
+
+}  // namespace llaisys::server

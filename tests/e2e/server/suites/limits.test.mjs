@@ -1,0 +1,108 @@
+// Suite 7: what one client can take from everyone else. Connections per client address
+// (--max-connections-per-client) and request-body bytes being received at once
+// (--max-body-bytes-in-flight): beyond either the server answers 503 + Retry-After from the request
+// head and closes, other addresses are still served (/health included), and what was held is given
+// back when the holder goes away.
+
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, test } from 'node:test';
+import { errorShapeProblems, postJson, rawResponseJson, sleep, slow, startFixture } from '../lib/harness.mjs';
+
+const KEY = 'limits-test-key-51c0';
+const PER_CLIENT = 4;
+const MAX_BODY = 65536;
+const IN_FLIGHT = 2 * MAX_BODY;
+let fx;
+
+before(async () => {
+  fx = await startFixture('limits', {
+    apiKey: KEY,
+    args: ['--max-connections-per-client', String(PER_CLIENT), '--max-body-bytes', String(MAX_BODY),
+      '--max-body-bytes-in-flight', String(IN_FLIGHT), '--header-timeout-ms', String(20000 * slow),
+      '--body-timeout-ms', String(20000 * slow)],
+  });
+});
+
+after(async () => { await fx?.close(); });
+
+// A connection from `localAddress` that writes `head` and then keeps whatever arrives.
+function hold(head, localAddress = '127.0.0.1') {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ port: fx.server.port, host: '127.0.0.1', localAddress });
+    const conn = { socket, bytes: [], closed: false, text: () => Buffer.concat(conn.bytes).toString('latin1') };
+    socket.on('data', (chunk) => conn.bytes.push(chunk));
+    socket.on('close', () => { conn.closed = true; });
+    socket.on('error', () => { conn.closed = true; });
+    socket.on('connect', () => { if (head) socket.write(head); resolve(conn); });
+    setTimeout(() => reject(new Error('connect timed out')), 5000 * slow);
+  });
+}
+
+async function answered(conn, what) {
+  const deadline = Date.now() + 5000 * slow;
+  while (!conn.closed && !/\r\n\r\n/.test(conn.text()) && Date.now() < deadline) await sleep(10);
+  const text = conn.text();
+  const match = /^HTTP\/1\.1 (\d{3})/.exec(text);
+  assert.ok(match, `${what}: no response (${JSON.stringify(text.slice(0, 200))})`);
+  return { status: Number(match[1]), text, json: rawResponseJson(Buffer.concat(conn.bytes)) };
+}
+
+function bodyHead(length) {
+  return `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+}
+
+async function health(localAddress) {
+  const conn = await hold('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n', localAddress);
+  const res = await answered(conn, `/health from ${localAddress}`);
+  conn.socket.destroy();
+  return res;
+}
+
+test(`one address holds at most ${PER_CLIENT} connections; others are still served`, async () => {
+  const idle = [];
+  for (let i = 0; i < PER_CLIENT; ++i) idle.push(await hold(''));
+  await sleep(100 * slow);
+  const refused = await answered(await hold(''), 'the connection over the per-client cap');
+  assert.equal(refused.status, 503, refused.text.slice(0, 300));
+  assert.match(refused.text, /\r\nRetry-After: \d+\r\n/i);
+  assert.match(refused.json?.error?.message ?? '', /this client has too many open connections/);
+  // Another address (all of 127/8 is the loopback) is not affected.
+  const other = await health('127.0.0.2');
+  assert.equal(other.status, 200, other.text.slice(0, 300));
+  for (const conn of idle) conn.socket.destroy();
+  // Given back when they close: the same address is served again.
+  let again;
+  for (let i = 0; i < 50; ++i) {
+    again = await health('127.0.0.1');
+    if (again.status === 200) break;
+    await sleep(20 * slow);
+  }
+  assert.equal(again.status, 200, again.text.slice(0, 300));
+  fx.server.assertAlive();
+});
+
+test(`request bodies being received are capped at ${IN_FLIGHT} bytes over all connections`, async () => {
+  // Two heads announcing the largest body, from two addresses, neither sending it: the budget is full.
+  const a = await hold(bodyHead(MAX_BODY), '127.0.0.3');
+  const b = await hold(bodyHead(MAX_BODY), '127.0.0.4');
+  await sleep(150 * slow);
+  const refused = await answered(await hold(bodyHead(100), '127.0.0.5'), 'a body over the in-flight budget');
+  assert.equal(refused.status, 503, refused.text.slice(0, 300));
+  assert.match(refused.text, /\r\nRetry-After: \d+\r\n/i);
+  assert.deepEqual(errorShapeProblems(refused.json, {}), []);
+  assert.match(refused.json.error.message, /too many request bodies at once/);
+  assert.equal((await health('127.0.0.5')).status, 200);
+  // When the holders go away their bytes come back.
+  a.socket.destroy();
+  b.socket.destroy();
+  let res;
+  for (let i = 0; i < 50; ++i) {
+    res = await postJson(fx.server, '/v1/completions', { model: 'mock', prompt: 'hi', max_tokens: 2 });
+    if (res.status === 200) break;
+    await sleep(20 * slow);
+  }
+  assert.equal(res.status, 200, res.text);
+  fx.server.assertAlive();
+});
