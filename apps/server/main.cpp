@@ -29,7 +29,10 @@ int main(int argc, char** argv) {
   ModelRouter router(config.models);
   ServerApp app(config, router);
   net::io_context io(config.threads);
-  auto listener = std::make_shared<Listener>(io, app, config);
+  // POST requests are handled here (template rendering, tokenization), off the I/O threads. Joined
+  // below before the io_context goes: a task posts its reply back to a session's strand.
+  net::thread_pool workers(static_cast<std::size_t>(config.worker_threads));
+  auto listener = std::make_shared<Listener>(io, app, config, workers.get_executor());
   auto port = listener->listen(config.host, static_cast<uint16_t>(config.port));
   if (!port.ok()) {
     fmt::print(stderr, "error: {}\n", port.status().message());
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < config.threads; ++i) threads.emplace_back([&io] { io.run(); });
   io.run();
   for (std::thread& t : threads) t.join();
+  workers.join();
   router.shutdown();
   return exit_code.load();
 }

@@ -124,6 +124,7 @@ Status apply_toml_server(const std::string& text, const std::string& origin, Ser
     else if (key == "port") s = read_value(node, key, where, c.port);
     else if (key == "api_key" || key == "api_keys") s = read_strings(node, key, where, c.api_keys);
     else if (key == "threads") s = read_value(node, key, where, c.threads);
+    else if (key == "worker_threads") s = read_value(node, key, where, c.worker_threads);
     else if (key == "model_threads") s = read_value(node, key, where, c.model_threads);
     else if (key == "max_running_requests" || key == "max_num_seqs") s = read_value(node, key, where, c.max_running_requests);
     else if (key == "max_queued_requests") s = read_value(node, key, where, c.max_queued_requests);
@@ -245,6 +246,9 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
   app.add_option("--config", c.config_file, "TOML file with [server] and [[model]] tables");
   app.add_option("--api-key", c.api_keys, "required API key (repeatable; also env LLAISYS_API_KEY)");
   app.add_option("--threads", c.threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(kIoThreads.lo, kIoThreads.hi));
+  app.add_option("--worker-threads", c.worker_threads,
+                 "threads that render templates and tokenize requests (off the I/O threads)")
+      ->capture_default_str()->check(CLI::Range(kIoThreads.lo, kIoThreads.hi));
   app.add_option("--model-threads", c.model_threads, "compute threads per model (0: all cores)")->capture_default_str();
   app.add_option("--model-options", c.model_options,
                  "plugin options (JSON) of the --model models, e.g. '{\"matmul\": \"bf16\"}'")->capture_default_str();
@@ -285,6 +289,7 @@ Status validate_server_config(const ServerConfig& c) {
   const auto range = &app::check_range;
   LLAISYS_RETURN_IF_ERROR(range("port", c.port, kPort));
   LLAISYS_RETURN_IF_ERROR(range("threads", c.threads, kIoThreads));
+  LLAISYS_RETURN_IF_ERROR(range("worker_threads", c.worker_threads, kIoThreads));
   LLAISYS_RETURN_IF_ERROR(range("model_threads", c.model_threads, kModelThreads));
   LLAISYS_RETURN_IF_ERROR(range("max_running_requests", c.max_running_requests, kRunning));
   LLAISYS_RETURN_IF_ERROR(range("max_queued_requests", c.max_queued_requests, kQueued));

@@ -33,6 +33,7 @@ struct ServerConfig {
   std::string config_file;
   std::vector<std::string> api_keys;
   int32_t threads = 2;
+  int32_t worker_threads = 2;  // handle POST requests (templates, tokenization) off the I/O threads
   int32_t model_threads = 0;
   std::string model_options = "{}";  // plugin options (JSON) of the --model models; TOML models have their own
   int32_t max_running_requests = 64;

@@ -11,13 +11,15 @@ namespace llaisys::server {
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-Listener::Listener(net::io_context& io, ServerApp& app, const ServerConfig& config)
+Listener::Listener(net::io_context& io, ServerApp& app, const ServerConfig& config,
+                   net::thread_pool::executor_type workers)
     : io_(io),
       acceptor_(net::make_strand(io)),
       retry_(acceptor_.get_executor()),
       app_(app),
       config_(config),
-      gate_(std::make_shared<ConnectionGate>(config)) {}
+      gate_(std::make_shared<ConnectionGate>(config)),
+      workers_(std::move(workers)) {}
 
 Result<uint16_t> Listener::listen(const std::string& host, uint16_t port) {
   boost::system::error_code ec;
@@ -56,7 +58,8 @@ void Listener::accept() {
       }
       std::string client = socket.remote_endpoint(ignored).address().to_string();
       const ConnectionGate::Verdict verdict = self->gate_->admit_connection(client);
-      start_session(std::move(socket), self->app_, self->config_, self->gate_, std::move(client), verdict);
+      start_session(std::move(socket), self->app_, self->config_, self->gate_, std::move(client), verdict,
+                    self->workers_);
     } else {
       // Out of file descriptors (EMFILE / ENFILE) or memory, the pending connection stays in the
       // backlog and an immediate retry fails again at once: 100% CPU and a log flood. Retry after

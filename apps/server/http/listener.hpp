@@ -16,7 +16,8 @@ namespace llaisys::server {
 
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  Listener(boost::asio::io_context& io, ServerApp& app, const ServerConfig& config);
+  Listener(boost::asio::io_context& io, ServerApp& app, const ServerConfig& config,
+           boost::asio::thread_pool::executor_type workers);
   // Binds and listens; returns the bound port.
   Result<uint16_t> listen(const std::string& host, uint16_t port);
   void start();
@@ -32,6 +33,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   ServerApp& app_;
   const ServerConfig& config_;
   std::shared_ptr<ConnectionGate> gate_;
+  boost::asio::thread_pool::executor_type workers_;
 };
 
 }  // namespace llaisys::server

@@ -44,7 +44,7 @@ std::string status_line(int status) {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, ServerApp& app, const ServerConfig& config, std::shared_ptr<ConnectionGate> gate,
-          std::string client)
+          std::string client, WorkerExecutor workers)
       : socket_(std::move(socket)),
         deadline_(socket_.get_executor()),
         keepalive_(socket_.get_executor()),
@@ -53,7 +53,8 @@ class Session : public std::enable_shared_from_this<Session> {
         app_(app),
         config_(config),
         gate_(std::move(gate)),
-        client_(std::move(client)) {}
+        client_(std::move(client)),
+        workers_(std::move(workers)) {}
 
   ~Session() {
     if (job_ && !recorded_) {  // the connection died with a request in flight
@@ -267,7 +268,22 @@ class Session : public std::enable_shared_from_this<Session> {
         if (auto self = weak.lock()) self->on_notify();
       });
     };
-    Reply reply = app_.handle(view, notify);
+    if (req.method() == http::verb::post) {
+      // The API's POST routes render templates and tokenize (seconds for a prompt of megabytes): that
+      // runs on the worker pool, never on an I/O thread, so /health and every stream on this thread
+      // keep going; the reply comes back on this session's strand. `view` points into parser_, which
+      // stays as it is until the next request starts.
+      net::post(workers_, [self = shared_from_this(), view, notify = std::move(notify)]() mutable {
+        Reply reply = self->app_.handle(view, notify);
+        const auto strand = self->socket_.get_executor();
+        net::post(strand, [self = std::move(self), reply = std::move(reply)]() mutable { self->answer(std::move(reply)); });
+      });
+      return;
+    }
+    answer(app_.handle(view, notify));
+  }
+
+  void answer(Reply reply) {
     begin_request({.id = reply.id, .method = method_, .target = target_, .model = reply.model});
     if (!reply.job) {
       app_.count(reply);
@@ -565,6 +581,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const ServerConfig& config_;
   std::shared_ptr<ConnectionGate> gate_;
   std::string client_;          // the peer's address (per-client connection count)
+  WorkerExecutor workers_;      // where POST requests are handled (off the I/O threads)
   int64_t body_reserved_ = 0;   // this request's share of --max-body-bytes-in-flight
 
   // Bounded: bytes read but not yet parsed (a header, a chunk-size line, pipelined requests) never
@@ -600,8 +617,9 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 void start_session(tcp::socket socket, ServerApp& app, const ServerConfig& config, std::shared_ptr<ConnectionGate> gate,
-                   std::string client, ConnectionGate::Verdict verdict) {
-  std::make_shared<Session>(std::move(socket), app, config, std::move(gate), std::move(client))->start(verdict);
+                   std::string client, ConnectionGate::Verdict verdict, WorkerExecutor workers) {
+  std::make_shared<Session>(std::move(socket), app, config, std::move(gate), std::move(client), std::move(workers))
+      ->start(verdict);
 }
 
 }  // namespace llaisys::server

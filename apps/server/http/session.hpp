@@ -17,8 +17,13 @@ namespace llaisys::server {
 
 // Starts a session on an accepted socket (its executor must be a strand) from `client` (its address),
 // admitted with `verdict`: anything but admitted is answered 503 and closed. The session releases its
-// connection (and any body reservation) in `gate` when it ends.
+// connection (and any body reservation) in `gate` when it ends. POST requests are handled on
+// `workers`, the rest on the session's strand.
+// The worker pool's executor: POST requests (template rendering, tokenization) are handled there.
+using WorkerExecutor = boost::asio::thread_pool::executor_type;
+
 void start_session(boost::asio::ip::tcp::socket socket, ServerApp& app, const ServerConfig& config,
-                   std::shared_ptr<ConnectionGate> gate, std::string client, ConnectionGate::Verdict verdict);
+                   std::shared_ptr<ConnectionGate> gate, std::string client, ConnectionGate::Verdict verdict,
+                   WorkerExecutor workers);
 
 }  // namespace llaisys::server

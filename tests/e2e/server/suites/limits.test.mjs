@@ -106,3 +106,62 @@ test(`request bodies being received are capped at ${IN_FLIGHT} bytes over all co
   assert.equal(res.status, 200, res.text);
   fx.server.assertAlive();
 });
+
+test('a prompt of megabytes is tokenized off the I/O thread: /health keeps answering meanwhile', async () => {
+  // One I/O thread: if tokenizing ran on it, every other request would wait for the whole prompt.
+  const big = await startFixture('limits-cpu', {
+    apiKey: KEY,
+    args: ['--threads', '1', '--max-body-bytes', String(32 << 20), '--max-body-bytes-in-flight', String(64 << 20)],
+  });
+  try {
+    // ~16 MB of distinct made-up words (a repeated sentence tokenizes from the word cache in no time).
+    let state = 12345;
+    const letters = 'abcdefghijklmnopqrstuvwxyz';
+    const words = [];
+    for (let bytes = 0; bytes < (16 << 20);) {
+      let word = '';
+      const length = 3 + (state % 8);
+      for (let i = 0; i < length; ++i) {
+        state = (state * 1103515245 + 12345) % 2147483648;
+        word += letters[state % 26];
+      }
+      words.push(word);
+      bytes += length + 1;
+    }
+    const prompt = words.join(' ');
+    const started = Date.now();
+    const pending = postJson(big.server, '/v1/chat/completions',
+      { model: 'tiny-qwen2', messages: [{ role: 'user', content: prompt }], max_tokens: 1 },
+      { timeoutMs: 300000 * slow });
+    // Every /health started before the prompt's answer arrived counts, also one still waiting then.
+    const latencies = [];
+    let done = false;
+    let doneAt = Infinity;
+    pending.finally(() => { done = true; doneAt = Date.now(); });
+    while (!done) {
+      const t0 = Date.now();
+      const conn = net.connect({ port: big.server.port, host: '127.0.0.1' });
+      const status = await new Promise((resolve) => {
+        let text = '';
+        conn.on('connect', () => conn.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'));
+        conn.on('data', (chunk) => { text += chunk.toString('latin1'); });
+        conn.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1])));
+        conn.on('error', () => resolve(undefined));
+      });
+      if (t0 < doneAt) latencies.push({ ms: Date.now() - t0, status });
+      await sleep(20);
+    }
+    const res = await pending;
+    const elapsed = Date.now() - started;
+    // Too long for the tiny model's context: refused after it was tokenized (the work being measured).
+    assert.equal(res.status, 400, res.text.slice(0, 300));
+    assert.ok(elapsed > 300, `the prompt took only ${elapsed} ms: too little work to tell (${res.text.slice(0, 200)})`);
+    assert.ok(latencies.length >= 3, `only ${latencies.length} health checks while the prompt was processed (${elapsed} ms)`);
+    const worst = Math.max(...latencies.map((l) => l.ms));
+    console.log(`prompt handled in ${elapsed} ms; ${latencies.length} /health checks meanwhile, the slowest ${worst} ms`);
+    assert.ok(latencies.every((l) => l.status === 200), JSON.stringify(latencies.slice(0, 20)));
+    assert.ok(worst < elapsed / 4, `a /health took ${worst} ms while the ${elapsed} ms prompt was processed`);
+  } finally {
+    await big.close();
+  }
+});
