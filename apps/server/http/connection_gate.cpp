@@ -14,8 +14,9 @@ ConnectionGate::Verdict ConnectionGate::admit_connection(const std::string& clie
     std::lock_guard lock(mutex_);
     from_client = ++per_client_[client];
   }
-  if (open > max_connections_) return Verdict::over_total;
   if (from_client > max_per_client_) return Verdict::over_client;
+  if (open > max_connections_ + kReservedConnections) return Verdict::over_total;
+  if (open > max_connections_) return Verdict::health_only;
   return Verdict::admitted;
 }
 

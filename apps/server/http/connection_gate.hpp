@@ -1,5 +1,7 @@
 #pragma once
-// What the listener lets in, shared by every session: open connections (--max-connections),
+// What the listener lets in, shared by every session: open connections (--max-connections, plus
+// kReservedConnections that serve only GET /health and /metrics, so a monitor still gets an answer
+// when the slots are taken),
 // connections per client address (--max-connections-per-client, so that one address cannot take
 // every slot) and request-body bytes being received at once (--max-body-bytes-in-flight, so that
 // many large bodies cannot exhaust memory; a body's bytes are reserved from its head: its
@@ -19,7 +21,10 @@ class ConnectionGate {
  public:
   explicit ConnectionGate(const ServerConfig& config);
 
-  enum class Verdict { admitted, over_total, over_client };
+  // Connections beyond --max-connections that may still read a request head, to answer /health or
+  // /metrics (anything else gets 503).
+  static constexpr int32_t kReservedConnections = 16;
+  enum class Verdict { admitted, health_only, over_total, over_client };
   // Counts a new connection from `client` (whatever the verdict: release_connection undoes it) and
   // says whether it may be served.
   Verdict admit_connection(const std::string& client);

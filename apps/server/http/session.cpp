@@ -69,6 +69,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void start(ConnectionGate::Verdict verdict) {
     net::dispatch(socket_.get_executor(), [self = shared_from_this(), verdict] {
       if (verdict == ConnectionGate::Verdict::admitted) return self->read_header();
+      if (verdict == ConnectionGate::Verdict::health_only) {
+        self->health_only_ = true;
+        return self->read_header();
+      }
       const bool total = verdict == ConnectionGate::Verdict::over_total;
       self->keep_alive_ = false;
       self->begin_request({.status = 503, .finish = total ? "over --max-connections" : "over --max-connections-per-client"});
@@ -140,6 +144,19 @@ class Session : public std::enable_shared_from_this<Session> {
     ++requests_;
     started_ = Clock::now();
     const auto& req = parser_->get();
+    // A connection on a reserved slot answers only the monitoring routes, once.
+    if (health_only_) {
+      const std::string_view path = req.target().substr(0, req.target().find('?'));
+      const bool get = req.method() == http::verb::get || req.method() == http::verb::head;
+      if (!get || (path != "/health" && path != "/metrics")) {
+        keep_alive_ = false;
+        begin_request({.method = std::string(req.method_string()), .target = std::string(req.target()),
+                       .finish = "over --max-connections (reserved slot: /health and /metrics only)"});
+        record(503);
+        ApiError e = unavailable_error("the server has too many open connections; retry later");
+        return send_simple(503, "application/json", error_body(e), {{"Retry-After", "1"}}, false);
+      }
+    }
     // RFC 9112 6.1/6.3: a Transfer-Encoding whose last coding is not chunked leaves the body's end
     // unknown, and one beside Content-Length is ambiguous (the classic smuggling pair): both are
     // refused and the connection closed, never read as "no body".
@@ -237,7 +254,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void handle() {
     const auto& req = parser_->get();
-    keep_alive_ = req.keep_alive();
+    keep_alive_ = req.keep_alive() && !health_only_;
     method_ = std::string(req.method_string());
     target_ = std::string(req.target());
     origin_ = std::string(req[http::field::origin]);
@@ -583,6 +600,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string client_;          // the peer's address (per-client connection count)
   WorkerExecutor workers_;      // where POST requests are handled (off the I/O threads)
   int64_t body_reserved_ = 0;   // this request's share of --max-body-bytes-in-flight
+  bool health_only_ = false;    // admitted on a reserved slot: GET /health or /metrics, then close
 
   // Bounded: bytes read but not yet parsed (a header, a chunk-size line, pipelined requests) never
   // exceed this; a chunk line without end fails the read instead of growing without limit.

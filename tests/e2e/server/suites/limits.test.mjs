@@ -2,7 +2,8 @@
 // (--max-connections-per-client) and request-body bytes being received at once
 // (--max-body-bytes-in-flight): beyond either the server answers 503 + Retry-After from the request
 // head and closes, other addresses are still served (/health included), and what was held is given
-// back when the holder goes away.
+// back when the holder goes away. Beyond --max-connections, a few reserved slots still answer
+// /health and /metrics; and a prompt of megabytes is processed off the I/O threads.
 
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -163,5 +164,43 @@ test('a prompt of megabytes is tokenized off the I/O thread: /health keeps answe
     assert.ok(worst < elapsed / 4, `a /health took ${worst} ms while the ${elapsed} ms prompt was processed`);
   } finally {
     await big.close();
+  }
+});
+
+test(`beyond --max-connections, 16 reserved slots still answer /health and /metrics, nothing else`, async () => {
+  const full = await startFixture('limits-full', { apiKey: KEY, args: ['--max-connections', '3'] });
+  const holders = [];
+  try {
+    // Three idle connections from three addresses take every ordinary slot.
+    for (const address of ['127.0.0.6', '127.0.0.7', '127.0.0.8']) {
+      const socket = net.connect({ port: full.server.port, host: '127.0.0.1', localAddress: address });
+      await new Promise((resolve) => socket.on('connect', resolve));
+      holders.push(socket);
+    }
+    await sleep(100 * slow);
+    const ask = async (head, address) => {
+      const socket = net.connect({ port: full.server.port, host: '127.0.0.1', localAddress: address });
+      return new Promise((resolve) => {
+        let text = '';
+        socket.on('connect', () => socket.write(head));
+        socket.on('data', (chunk) => { text += chunk.toString('latin1'); });
+        socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]), text }));
+        socket.on('error', () => resolve({ status: undefined, text }));
+        setTimeout(() => socket.destroy(), 5000 * slow);  // an ordinary slot would keep it open
+      });
+    };
+    const health = await ask('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', '127.0.0.9');
+    assert.equal(health.status, 200, health.text.slice(0, 300));
+    const metrics = await ask(`GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`, '127.0.0.9');
+    assert.equal(metrics.status, 200, metrics.text.slice(0, 300));
+    const body = JSON.stringify({ model: 'mock', prompt: 'hi', max_tokens: 2 });
+    const api = await ask(`POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, '127.0.0.10');
+    assert.equal(api.status, 503, api.text.slice(0, 300));
+    assert.match(api.text, /too many open connections/);
+    full.server.assertAlive();
+  } finally {
+    for (const socket of holders) socket.destroy();
+    await full.close();
   }
 });
