@@ -24,7 +24,16 @@ using namespace llaisys::test;
 TEST_CASE("qwen2-0.5b shape: teacher-forced top-5 logits match transformers' float32 within 1e-3",
           "[qwen2][parity][large]") {
   const std::filesystem::path reference = std::filesystem::path(LLAISYS_TEST_DATA_DIR) / "hf-qwen2-0.5b" / "reference.json";
-  const std::vector<ReferenceCase>& cases = reference_cases(reference);
+  const std::vector<ReferenceCase>& all_cases = reference_cases(reference);
+#if defined(__SANITIZE_ADDRESS__)
+  // An instrumented 0.5B forward is ~100x slower: the sanitizer build checks the first case only
+  // (62 positions), enough to run every code path of the large shape under ASan/UBSan.
+  const std::vector<ReferenceCase> cases(all_cases.begin(), all_cases.begin() + 1);
+  const std::size_t expected_rows = 50;
+#else
+  const std::vector<ReferenceCase>& cases = all_cases;
+  const std::size_t expected_rows = 1000;
+#endif
   AnyModel model = open_model(generated_model_dir("qwen2-0.5b"), 2, "{}");
   REQUIRE(model.info().vocab_size == 151936);
   constexpr float kTolerance = 1e-3f;
@@ -41,5 +50,5 @@ TEST_CASE("qwen2-0.5b shape: teacher-forced top-5 logits match transformers' flo
              max_error, failures.size());
   INFO(fmt::format("{} failing rows, first: {}", failures.size(), failures.empty() ? "" : failures.front()));
   CHECK(failures.empty());
-  CHECK(rows > 1000);
+  CHECK(rows > expected_rows);
 }
