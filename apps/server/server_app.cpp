@@ -7,7 +7,6 @@
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
-#include "auth.hpp"
 #include "jobs.hpp"
 #include "openai/errors.hpp"
 #include "openai/request_parse.hpp"
@@ -37,11 +36,6 @@ Reply json_reply(int status, std::string body) {
   return r;
 }
 
-std::string_view path_of(std::string_view target) {
-  const auto q = target.find('?');
-  return q == std::string_view::npos ? target : target.substr(0, q);
-}
-
 std::string_view content_type_for(const std::filesystem::path& file) {
   const std::string ext = file.extension().string();
   if (ext == ".html") return "text/html; charset=utf-8";
@@ -56,65 +50,20 @@ std::string_view content_type_for(const std::filesystem::path& file) {
   return "application/octet-stream";
 }
 
-// The model a request names, ready to serve, or the error reply.
-ModelEntry* resolve_model(const ModelRouter& router, const json::object& body, Reply& error) {
-  auto name = model_field(body);
-  if (!name.ok()) {
-    error = error_reply(from_parse_status(name.status()));
-    return nullptr;
-  }
-  ModelEntry* model = router.find(*name);
-  if (model == nullptr) {
-    error = error_reply(not_found_error(
-        fmt::format("The model '{}' does not exist. Available models: {}", name->substr(0, 200), router.available()),
-        "model_not_found"));
-    return nullptr;
-  }
-  if (!model->ready.load(std::memory_order_acquire)) {
-    error = error_reply(unavailable_error(fmt::format("The model '{}' is still loading", *name)));
-    error.headers.emplace_back("Retry-After", "5");
-    error.model = *name;
-    return nullptr;
-  }
-  return model;
+// A /tokenize or /detokenize answer: the JSON body, or the error.
+Reply body_or_error(const Result<json::object>& body) {
+  return body.ok() ? json_reply(200, json::serialize(*body)) : error_reply(from_parse_status(body.status()));
 }
 
-// A /tokenize or /detokenize answer: the JSON body, or the error, attributed to `model`.
-Reply model_reply(const ModelEntry& model, const Result<json::object>& body) {
-  Reply r = body.ok() ? json_reply(200, json::serialize(*body)) : error_reply(from_parse_status(body.status()));
-  r.model = model.spec.name;
-  return r;
-}
-
-Reply submit_error(const Status& status, const std::string& model) {
-  Reply r;
-  if (status.code() == ErrorCode::invalid_argument) {
-    r = error_reply(from_parse_status(status));
-  } else if (status.code() == ErrorCode::resource_exhausted) {
-    r = error_reply(rate_limit_error(status.message()));  // error_reply adds Retry-After to a 429
-  } else if (status.code() == ErrorCode::cancelled) {
-    r = error_reply(unavailable_error("the server is shutting down"));
-  } else {
-    r = error_reply(internal_error(status.message()));
-  }
-  r.model = model;
-  return r;
+Reply submit_error(const Status& status) {
+  if (status.code() == ErrorCode::invalid_argument) return error_reply(from_parse_status(status));
+  // error_reply adds Retry-After to a 429.
+  if (status.code() == ErrorCode::resource_exhausted) return error_reply(rate_limit_error(status.message()));
+  if (status.code() == ErrorCode::cancelled) return error_reply(unavailable_error("the server is shutting down"));
+  return error_reply(internal_error(status.message()));
 }
 
 }  // namespace
-
-bool ServerApp::needs_api_key(std::string_view path) {
-  if (path == "/v1/models" || path.starts_with("/v1/models/")) return false;
-  return path == "/metrics" || path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize";
-}
-
-std::optional<Reply> ServerApp::refuse_before_body(std::string_view target, std::string_view authorization,
-                                                   std::string_view x_api_key) const {
-  const std::string_view path = path_of(target);
-  if (config_.api_keys.empty() || !needs_api_key(path)) return std::nullopt;
-  if (authorized(config_.api_keys, authorization, x_api_key)) return std::nullopt;
-  return error_reply(auth_error());
-}
 
 Reply error_reply(const ApiError& error) {
   Reply r = json_reply(error.status, error_body(error));
@@ -159,191 +108,119 @@ std::string ServerApp::metrics_text() const {
   return render_prometheus(views, http_metrics_.snapshot());
 }
 
-Reply ServerApp::route(const HttpRequestView& request, const OutputNotifier& notify) {
-  const std::string_view path = path_of(request.target);
-  const std::string_view method = request.method;
-  const bool get = method == "GET" || method == "HEAD";
-  auto method_not_allowed = [&](std::string_view allow) {
-    Reply r = error_reply({.status = 405, .message = fmt::format("{} is not allowed on {}; use {}", method.substr(0, 16),
-                                                                 path.substr(0, 100), allow),
-                           .type = "invalid_request_error", .code = "method_not_allowed"});
-    r.headers.emplace_back("Allow", std::string(allow));
-    return r;
-  };
-
-  // Public routes.
-  if (path == "/health") {
-    if (!get) return method_not_allowed("GET");
-    return router_.all_ready() ? json_reply(200, R"({"status":"ok"})") : json_reply(503, R"({"status":"loading"})");
-  }
-  if (path == "/v1/models" || path.starts_with("/v1/models/")) {
-    if (!get) return method_not_allowed("GET");
-    return models(path == "/v1/models" ? std::string_view() : path.substr(std::string_view("/v1/models/").size()));
-  }
-  // /metrics is behind the API key like the API (a scraper sends it as a bearer token): request
-  // counts and model names are not for anonymous callers.
-  if (path == "/metrics") {
-    if (!get) return method_not_allowed("GET");
-    if (!authorized(config_.api_keys, request.authorization, request.x_api_key)) return error_reply(auth_error());
-    // (needs_api_key: the session has refused a keyless /metrics before reading its body already.)
-    Reply r = json_reply(200, metrics_text());
-    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    return r;
-  }
-  if (!needs_api_key(path)) {
-    if (!get) return error_reply(not_found_error(fmt::format("no route {} {}", method.substr(0, 16), path.substr(0, 100))));
-    return static_file(path);
-  }
-  // Everything else needs the API key.
-  if (!authorized(config_.api_keys, request.authorization, request.x_api_key)) return error_reply(auth_error());
-  struct PostRoute {
-    std::string_view path;
-    int kind;
-  };
-  static constexpr PostRoute kRoutes[] = {
-      {"/v1/chat/completions", 0}, {"/v1/completions", 1}, {"/v1/embeddings", 2}, {"/tokenize", 3}, {"/detokenize", 4}};
-  for (const PostRoute& r : kRoutes) {
-    if (path != r.path) continue;
-    if (method != "POST") return method_not_allowed("POST");
-    switch (r.kind) {
-      case 0: return generate(request, /*chat=*/true, notify);
-      case 1: return generate(request, /*chat=*/false, notify);
-      case 2: return embeddings(request, notify);
-      case 3: return tokenize(request);
-      default: return detokenize(request);
-    }
-  }
-  return error_reply(not_found_error(fmt::format("no route {} {}", method.substr(0, 16), path.substr(0, 100))));
+Reply ServerApp::health(const Call&) {
+  return router_.all_ready() ? json_reply(200, R"({"status":"ok"})") : json_reply(503, R"({"status":"loading"})");
 }
 
-Reply ServerApp::generate(const HttpRequestView& request, bool chat, const OutputNotifier& notify) {
-  auto body = parse_json_body(request.body);
-  if (!body.ok()) return error_reply(from_parse_status(body.status()));
-  Reply error;
-  ModelEntry* model = resolve_model(router_, *body, error);
-  if (model == nullptr) return error;
-  const std::string& name = model->spec.name;
-  auto parsed = chat ? parse_chat_request(*body, model->text) : parse_completion_request(*body, model->text);
-  if (!parsed.ok()) {
-    Reply r = error_reply(from_parse_status(parsed.status()));
-    r.model = name;
-    return r;
+Reply ServerApp::metrics(const Call&) {
+  Reply r = json_reply(200, metrics_text());
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  return r;
+}
+
+Reply ServerApp::chat_completions(const ModelCall& call) { return generate(call, /*chat=*/true); }
+
+Reply ServerApp::completions(const ModelCall& call) { return generate(call, /*chat=*/false); }
+
+Reply ServerApp::generate(const ModelCall& call, bool chat) {
+  ModelEntry& model = call.model;
+  const std::string& name = model.spec.name;
+  auto parsed = chat ? parse_chat_request(call.body, model.text) : parse_completion_request(call.body, model.text);
+  if (!parsed.ok()) return error_reply(from_parse_status(parsed.status()));
+  if (!model.admission.try_acquire()) {
+    return error_reply(rate_limit_error(fmt::format(
+        "The model '{}' is at capacity ({} running + queued requests); retry later", name, model.admission.capacity())));
   }
-  if (!model->admission.try_acquire()) {
-    Reply r = error_reply(rate_limit_error(fmt::format(
-        "The model '{}' is at capacity ({} running + queued requests); retry later", name, model->admission.capacity())));
-    r.model = name;
-    return r;
-  }
-  auto reservation = std::make_unique<Reservation>(&model->admission);
+  auto reservation = std::make_unique<Reservation>(&model.admission);
   const std::string id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
-  auto response = std::make_unique<GenerationResponse>(*parsed, ResponseMeta{id, unix_now(), name}, model->tokenizer);
-  auto stream = model->engine->submit(std::move(parsed->request), notify);
-  if (!stream.ok()) return submit_error(stream.status(), name);
+  auto response = std::make_unique<GenerationResponse>(*parsed, ResponseMeta{id, unix_now(), name}, model.tokenizer);
+  auto stream = model.engine->submit(std::move(parsed->request), call.notify);
+  if (!stream.ok()) return submit_error(stream.status());
   Reply r;
-  r.model = name;
   r.id = id;
-  r.job = make_generation_job(*model, std::move(reservation), std::move(stream).value(), std::move(response),
+  r.job = make_generation_job(model, std::move(reservation), std::move(stream).value(), std::move(response),
                               parsed->stream);
   return r;
 }
 
-Reply ServerApp::embeddings(const HttpRequestView& request, const OutputNotifier& notify) {
-  auto body = parse_json_body(request.body);
-  if (!body.ok()) return error_reply(from_parse_status(body.status()));
-  Reply error;
-  ModelEntry* model = resolve_model(router_, *body, error);
-  if (model == nullptr) return error;
-  const std::string& name = model->spec.name;
-  auto parsed = parse_embedding_request(*body, model->text);
-  if (!parsed.ok()) {
-    Reply r = error_reply(from_parse_status(parsed.status()));
-    r.model = name;
-    return r;
+Reply ServerApp::embeddings(const ModelCall& call) {
+  ModelEntry& model = call.model;
+  auto parsed = parse_embedding_request(call.body, model.text);
+  if (!parsed.ok()) return error_reply(from_parse_status(parsed.status()));
+  if (!model.admission.try_acquire()) {
+    return error_reply(rate_limit_error(fmt::format("The model '{}' is at capacity; retry later", model.spec.name)));
   }
-  if (!model->admission.try_acquire()) {
-    Reply r = error_reply(rate_limit_error(fmt::format("The model '{}' is at capacity; retry later", name)));
-    r.model = name;
-    return r;
-  }
-  auto reservation = std::make_unique<Reservation>(&model->admission);
+  auto reservation = std::make_unique<Reservation>(&model.admission);
   std::vector<RequestStream> streams;
   for (std::vector<TokenId>& ids : parsed->inputs) {
     EmbedRequest e{.prompt_ids = std::move(ids), .pooling = Pooling::last, .normalize = true};
-    auto stream = model->engine->submit(std::move(e), notify);
-    if (!stream.ok()) return submit_error(stream.status(), name);  // the streams so far abort as they drop
+    auto stream = model.engine->submit(std::move(e), call.notify);
+    if (!stream.ok()) return submit_error(stream.status());  // the streams so far abort as they drop
     streams.push_back(std::move(stream).value());
   }
   Reply r;
-  r.model = name;
   r.id = "embd-" + random_hex(24);
-  r.job = make_embedding_job(*model, std::move(reservation), std::move(streams), parsed->base64, name);
+  r.job = make_embedding_job(model, std::move(reservation), std::move(streams), parsed->base64, model.spec.name);
   return r;
 }
 
-Reply ServerApp::tokenize(const HttpRequestView& request) {
-  auto body = parse_json_body(request.body);
-  if (!body.ok()) return error_reply(from_parse_status(body.status()));
-  Reply error;
-  ModelEntry* model = resolve_model(router_, *body, error);
-  if (model == nullptr) return error;
-  const json::value* prompt = body->if_contains("prompt");
-  const json::value* messages = body->if_contains("messages");
-  const json::value* add = body->if_contains("add_special_tokens");
+Reply ServerApp::tokenize(const ModelCall& call) {
+  const ModelEntry& model = call.model;
+  const json::value* prompt = call.body.if_contains("prompt");
+  const json::value* messages = call.body.if_contains("messages");
+  const json::value* add = call.body.if_contains("add_special_tokens");
   if (add != nullptr && !add->is_bool() && !add->is_null()) {
-    return model_reply(*model, Status(ErrorCode::invalid_argument, "'add_special_tokens' must be true or false"));
+    return body_or_error(Status(ErrorCode::invalid_argument, "'add_special_tokens' must be true or false"));
   }
   Result<std::vector<TokenId>> ids = Status(ErrorCode::invalid_argument, "give 'prompt' (a string) or 'messages'");
-  if (!model->tokenizer) {
+  if (!model.tokenizer) {
     ids = Status(ErrorCode::invalid_argument, "this model has no tokenizer");
   } else if (prompt != nullptr && messages == nullptr) {
     if (!prompt->is_string()) {
       ids = Status(ErrorCode::invalid_argument, "'prompt' must be a string");
     } else {
       const bool special = add != nullptr && add->is_bool() ? add->as_bool() : true;
-      ids = model->tokenizer->encode(prompt->as_string(), special);
+      ids = model.tokenizer->encode(prompt->as_string(), special);
     }
   } else if (messages != nullptr && prompt == nullptr) {
     json::value tools;
-    if (const json::value* t = body->if_contains("tools"); t != nullptr && t->is_array()) tools = *t;
-    ids = render_messages(*messages, tools, model->text);
+    if (const json::value* t = call.body.if_contains("tools"); t != nullptr && t->is_array()) tools = *t;
+    ids = render_messages(*messages, tools, model.text);
     if (ids.ok() && add != nullptr && add->is_bool() && add->as_bool()) {
       // Rendered chats carry their own special tokens; add_special_tokens adds BOS as encode() would.
-      auto empty = model->tokenizer->encode("", true);
+      auto empty = model.tokenizer->encode("", true);
       if (empty.ok()) ids->insert(ids->begin(), empty->begin(), empty->end());
     }
   }
-  if (!ids.ok()) return model_reply(*model, ids.status());
+  if (!ids.ok()) return body_or_error(ids.status());
   json::array tokens;
   for (TokenId id : *ids) tokens.push_back(id);
-  return model_reply(*model, json::object{{"tokens", std::move(tokens)},
-                                          {"count", static_cast<int64_t>(ids->size())},
-                                          {"max_model_len", model->text.max_model_len}});
+  return body_or_error(json::object{{"tokens", std::move(tokens)},
+                                    {"count", static_cast<int64_t>(ids->size())},
+                                    {"max_model_len", model.text.max_model_len}});
 }
 
-Reply ServerApp::detokenize(const HttpRequestView& request) {
-  auto body = parse_json_body(request.body);
-  if (!body.ok()) return error_reply(from_parse_status(body.status()));
-  Reply error;
-  ModelEntry* model = resolve_model(router_, *body, error);
-  if (model == nullptr) return error;
+Reply ServerApp::detokenize(const ModelCall& call) {
+  const ModelEntry& model = call.model;
   Result<std::string> text = Status(ErrorCode::invalid_argument, "this model has no tokenizer");
-  const json::value* tokens = body->if_contains("tokens");
+  const json::value* tokens = call.body.if_contains("tokens");
   if (tokens == nullptr) {
     text = Status(ErrorCode::invalid_argument, "'tokens' must be a list of token ids");
-  } else if (model->tokenizer) {
+  } else if (model.tokenizer) {
     if (tokens->is_array() && tokens->as_array().empty()) {
       text = std::string();
     } else {
-      auto ids = app::token_ids_field(*tokens, "tokens", model->text.vocab_size);
-      text = ids.ok() ? model->tokenizer->decode(*ids, false) : Result<std::string>(ids.status());
+      auto ids = app::token_ids_field(*tokens, "tokens", model.text.vocab_size);
+      text = ids.ok() ? model.tokenizer->decode(*ids, false) : Result<std::string>(ids.status());
     }
   }
-  if (!text.ok()) return model_reply(*model, text.status());
-  return model_reply(*model, json::object{{"prompt", sanitize_utf8(*text)}});
+  if (!text.ok()) return body_or_error(text.status());
+  return body_or_error(json::object{{"prompt", sanitize_utf8(*text)}});
 }
 
-Reply ServerApp::models(std::string_view id) const {
+// GET /v1/models lists every model; GET /v1/models/{id} (`call.rest`) answers one.
+Reply ServerApp::models(const Call& call) {
+  const std::string_view id = call.rest;
   json::array data;
   for (const auto& m : router_.models()) {
     if (!id.empty() && m->spec.name != id) continue;

@@ -5,9 +5,14 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
+
+#include <boost/json.hpp>
 
 #include "llaisys/engine/request_stream.hpp"
 #include "model_router.hpp"
@@ -56,7 +61,7 @@ class ServerApp {
   ServerApp(const ServerConfig& config, ModelRouter& router);
   // `notify` is handed to the engine for streamed outputs (called on the engine thread).
   Reply handle(const HttpRequestView& request, const OutputNotifier& notify);
-  // Whether `path` is served only with an API key (when keys are configured): the API and /metrics.
+  // Whether `path` is served only with an API key (when keys are configured), as its route says.
   static bool needs_api_key(std::string_view path);
   // Decided from the request head alone, before any body byte is read: the 401 reply of a request to
   // a keyed route without a valid key, else nothing.
@@ -70,12 +75,53 @@ class ServerApp {
   std::string metrics_text() const;
 
  private:
+  // What a handler gets. `rest` is the path after a prefix route's prefix (empty for an exact one).
+  struct Call {
+    const HttpRequestView& request;
+    std::string_view rest;
+    const OutputNotifier& notify;
+  };
+  // What a model route's handler gets: the body, parsed, and the ready model it names.
+  struct ModelCall {
+    const boost::json::object& body;
+    ModelEntry& model;
+    const OutputNotifier& notify;
+  };
+  using Handler = Reply (ServerApp::*)(const Call&);
+  using ModelHandler = Reply (ServerApp::*)(const ModelCall&);
+  // GET includes HEAD (the transport sends a HEAD answer's headers only).
+  struct Methods {
+    bool get = false;
+    bool post = false;
+    bool allows(std::string_view method) const;
+    std::string allow_header() const;  // the Allow header of a 405
+  };
+  struct Route {
+    std::string_view path;
+    bool prefix = false;  // matches every path that starts with `path`
+    Methods methods;      // none: a reserved path, 404 for every method
+    bool api_key = false;
+    std::variant<std::monostate, Handler, ModelHandler> handler;  // ModelHandler: see with_model
+  };
+  // Every route, walked in order (the first match wins). A path that none matches is a web UI file
+  // for GET and HEAD, 404 for other methods.
+  static std::span<const Route> routes();
+  static const Route* find_route(std::string_view path);
+
   Reply route(const HttpRequestView& request, const OutputNotifier& notify);
-  Reply generate(const HttpRequestView& request, bool chat, const OutputNotifier& notify);
-  Reply embeddings(const HttpRequestView& request, const OutputNotifier& notify);
-  Reply tokenize(const HttpRequestView& request);
-  Reply detokenize(const HttpRequestView& request);
-  Reply models(std::string_view id) const;
+  // Parses the body and resolves its "model" before `handler` runs, or replies the error: 400 for a
+  // malformed body or "model", 404 for an unknown model, 503 + Retry-After while it loads.
+  Reply with_model(const Call& call, ModelHandler handler);
+
+  Reply health(const Call& call);
+  Reply models(const Call& call);
+  Reply metrics(const Call& call);
+  Reply chat_completions(const ModelCall& call);
+  Reply completions(const ModelCall& call);
+  Reply generate(const ModelCall& call, bool chat);
+  Reply embeddings(const ModelCall& call);
+  Reply tokenize(const ModelCall& call);
+  Reply detokenize(const ModelCall& call);
   Reply static_file(std::string_view path) const;
 
   const ServerConfig& config_;

@@ -1,5 +1,5 @@
 // The transport-free pieces of llaisys-server: auth, SSE/chunk framing, the tool-call parser,
-// Prometheus text, TOML/CLI config and log-line escaping.
+// Prometheus text, TOML/CLI config, log-line escaping and the routes (on a model that never loads).
 
 #include <boost/json.hpp>
 #include <algorithm>
@@ -17,10 +17,12 @@
 #include "auth.hpp"
 #include "http/sse.hpp"
 #include "metrics.hpp"
+#include "model_router.hpp"
 #include "openai/errors.hpp"
 #include "openai/response.hpp"
 #include "openai/tool_calls.hpp"
 #include "request_log.hpp"
+#include "server_app.hpp"
 #include "server_config.hpp"
 #include "temp_dir.hpp"
 
@@ -428,4 +430,124 @@ TEST_CASE("model arguments: NAME=DIR or DIR") {
   CHECK(parse_model_arg("/x/tiny/")->name == "tiny");
   CHECK(parse_model_arg("/x/tiny")->path == "/x/tiny");
   CHECK_FALSE(parse_model_arg("").ok());
+}
+
+namespace {
+
+struct RoutedApp {
+  ServerConfig config;
+  ModelRouter router{{ModelSpec{.name = "mock", .path = "/nonexistent/mock"}}};  // never loaded: "loading"
+  ServerApp app{config, router};
+  RoutedApp() { config.api_keys = {"k"}; }
+
+  Reply call(std::string_view method, std::string_view target, std::string_view body = {},
+             std::string_view authorization = "Bearer k") {
+    return app.handle({.method = method, .target = target, .body = body, .authorization = authorization}, [] {});
+  }
+};
+
+std::string header(const Reply& reply, std::string_view name) {
+  for (const auto& [key, value] : reply.headers) {
+    if (key == name) return value;
+  }
+  return "(none)";
+}
+
+std::string error_code(const Reply& reply) {
+  const boost::json::value body = boost::json::parse(reply.body);
+  const auto& code = body.at("error").at("code");
+  return code.is_null() ? "null" : std::string(code.as_string());
+}
+
+}  // namespace
+
+TEST_CASE("routes: which paths need the API key, decided before the body is read") {
+  for (std::string_view keyed : {"/metrics", "/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/tokenize",
+                                 "/detokenize", "/v1/", "/v1/unknown", "/v1/modelsx"}) {
+    INFO(keyed);
+    CHECK(ServerApp::needs_api_key(keyed));
+  }
+  for (std::string_view open : {"/", "/index.html", "/health", "/v1/models", "/v1/models/", "/v1/models/mock", "/v1",
+                                "/metrics/", "/tokenize/x", "http://host/v1/chat/completions"}) {
+    INFO(open);
+    CHECK_FALSE(ServerApp::needs_api_key(open));
+  }
+  RoutedApp routed;
+  CHECK(routed.app.refuse_before_body("/v1/embeddings?x=1", "", "")->status == 401);
+  CHECK(routed.app.refuse_before_body("/metrics", "Bearer nope", "")->status == 401);
+  CHECK_FALSE(routed.app.refuse_before_body("/metrics", "", "k").has_value());
+  CHECK_FALSE(routed.app.refuse_before_body("/health", "", "").has_value());
+}
+
+TEST_CASE("routes: 405 with Allow for a known path, 404 for others, HEAD as GET") {
+  RoutedApp routed;
+  CHECK(routed.call("GET", "/health").status == 503);  // the model is still loading
+  CHECK(routed.call("HEAD", "/health?x").status == 503);
+  for (auto [method, target, allow] : {std::tuple{"POST", "/health", "GET"}, {"DELETE", "/v1/models", "GET"},
+                                       {"PUT", "/v1/models/mock", "GET"}, {"POST", "/metrics", "GET"},
+                                       {"GET", "/v1/chat/completions", "POST"}, {"HEAD", "/tokenize", "POST"},
+                                       {"PUT", "/detokenize?a=b", "POST"}}) {
+    INFO(method << " " << target);
+    const Reply reply = routed.call(method, target);
+    CHECK(reply.status == 405);
+    CHECK(header(reply, "Allow") == allow);
+    CHECK(error_code(reply) == "method_not_allowed");
+  }
+  for (auto [method, target] : {std::pair{"POST", "/v1/unknown"}, {"GET", "/v1/"}, {"DELETE", "/v1/x"},
+                                {"POST", "/"}, {"PUT", "/index.html"}, {"POST", "/v1"}}) {
+    INFO(method << " " << target);
+    const Reply reply = routed.call(method, target);
+    CHECK(reply.status == 404);
+    CHECK(error_code(reply) == "not_found");
+    CHECK(header(reply, "Allow") == "(none)");
+  }
+  const Reply file = routed.call("GET", "/no-such-file.js");
+  CHECK(file.status == 404);
+  CHECK(boost::json::parse(file.body).at("error").at("message").as_string().starts_with("no such file"));
+}
+
+TEST_CASE("routes: keyed routes answer 401 without the key, whatever the method") {
+  RoutedApp routed;
+  for (auto [method, target] : {std::pair{"GET", "/metrics"}, {"POST", "/metrics"}, {"POST", "/v1/chat/completions"},
+                                {"GET", "/tokenize"}, {"POST", "/v1/unknown"}}) {
+    INFO(method << " " << target);
+    CHECK(routed.call(method, target, "{}", "Bearer wrong").status == 401);
+  }
+  CHECK(routed.call("GET", "/health", "", "").status == 503);
+  CHECK(routed.call("GET", "/v1/models", "", "").status == 200);
+  const Reply metrics = routed.call("GET", "/metrics");
+  CHECK(metrics.status == 200);
+  CHECK(metrics.content_type == "text/plain; version=0.0.4; charset=utf-8");
+}
+
+TEST_CASE("routes: /v1/models and /v1/models/{id}") {
+  RoutedApp routed;
+  const auto list = boost::json::parse(routed.call("GET", "/v1/models").body);
+  CHECK(list.at("data").as_array().size() == 1);
+  CHECK(boost::json::parse(routed.call("GET", "/v1/models/mock").body).at("id").as_string() == "mock");
+  const Reply unknown = routed.call("GET", "/v1/models/nope");
+  CHECK(unknown.status == 404);
+  CHECK(error_code(unknown) == "model_not_found");
+}
+
+TEST_CASE("routes: every model route parses its body and resolves the model the same way") {
+  RoutedApp routed;
+  for (std::string_view target : {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/tokenize",
+                                  "/detokenize"}) {
+    INFO(target);
+    const Reply malformed = routed.call("POST", target, "{\"model\":");
+    CHECK(malformed.status == 400);
+    CHECK(malformed.model.empty());
+    CHECK(routed.call("POST", target, "[]").status == 400);
+    CHECK(routed.call("POST", target, "{}").status == 400);
+    CHECK(routed.call("POST", target, R"({"model": 7})").status == 400);
+    const Reply unknown = routed.call("POST", target, R"({"model": "nope"})");
+    CHECK(unknown.status == 404);
+    CHECK(error_code(unknown) == "model_not_found");
+    CHECK(unknown.model.empty());
+    const Reply loading = routed.call("POST", target, R"({"model": "mock"})");
+    CHECK(loading.status == 503);
+    CHECK(header(loading, "Retry-After") == "5");
+    CHECK(loading.model == "mock");
+  }
 }
