@@ -74,12 +74,9 @@ class Session : public std::enable_shared_from_this<Session> {
         return self->read_header();
       }
       const bool total = verdict == ConnectionGate::Verdict::over_total;
-      self->keep_alive_ = false;
-      self->begin_request({.status = 503, .finish = total ? "over --max-connections" : "over --max-connections-per-client"});
-      self->record(503);
-      ApiError e = unavailable_error(total ? "the server has too many open connections; retry later"
-                                           : "this client has too many open connections; retry later");
-      self->send_simple(503, "application/json", error_body(e), {{"Retry-After", "1"}}, false);
+      self->refuse_busy({.finish = total ? "over --max-connections" : "over --max-connections-per-client"},
+                        total ? "the server has too many open connections; retry later"
+                              : "this client has too many open connections; retry later");
     });
   }
 
@@ -149,12 +146,9 @@ class Session : public std::enable_shared_from_this<Session> {
       const std::string_view path = req.target().substr(0, req.target().find('?'));
       const bool get = req.method() == http::verb::get || req.method() == http::verb::head;
       if (!get || (path != "/health" && path != "/metrics")) {
-        keep_alive_ = false;
-        begin_request({.method = std::string(req.method_string()), .target = std::string(req.target()),
-                       .finish = "over --max-connections (reserved slot: /health and /metrics only)"});
-        record(503);
-        ApiError e = unavailable_error("the server has too many open connections; retry later");
-        return send_simple(503, "application/json", error_body(e), {{"Retry-After", "1"}}, false);
+        return refuse_busy({.method = std::string(req.method_string()), .target = std::string(req.target()),
+                            .finish = "over --max-connections (reserved slot: /health and /metrics only)"},
+                           "the server has too many open connections; retry later");
       }
     }
     // RFC 9112 6.1/6.3: a Transfer-Encoding whose last coding is not chunked leaves the body's end
@@ -196,12 +190,9 @@ class Session : public std::enable_shared_from_this<Session> {
                                                          : 0;
     if (body_bytes > 0) {
       if (!gate_->reserve_body(body_bytes)) {
-        keep_alive_ = false;
-        begin_request({.method = std::string(req.method_string()), .target = std::string(req.target()),
-                       .finish = "over --max-body-bytes-in-flight"});
-        record(503);
-        ApiError e = unavailable_error("the server is receiving too many request bodies at once; retry later");
-        return send_simple(503, "application/json", error_body(e), {{"Retry-After", "1"}}, false);
+        return refuse_busy({.method = std::string(req.method_string()), .target = std::string(req.target()),
+                            .finish = "over --max-body-bytes-in-flight"},
+                           "the server is receiving too many request bodies at once; retry later");
       }
       body_reserved_ = body_bytes;
     }
@@ -324,6 +315,16 @@ class Session : public std::enable_shared_from_this<Session> {
     out += "\r\n";
     if (!head_) out += body;
     send_raw(std::move(out), true);
+  }
+
+  // 503 + Retry-After for a limit met before the request's body (ConnectionGate's), then close.
+  void refuse_busy(RequestLogEntry entry, std::string_view message) {
+    keep_alive_ = false;
+    entry.status = 503;
+    begin_request(std::move(entry));
+    record(503);
+    const ApiError e = unavailable_error(std::string(message));
+    send_simple(503, "application/json", error_body(e), {{"Retry-After", "1"}}, false);
   }
 
   // Answers a request that cannot be read to the end and closes the connection.
