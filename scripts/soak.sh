@@ -41,23 +41,9 @@ bin=${LLAISYS_BIN_DIR:-$build/bin}
 export LLAISYS_BIN_DIR=$bin
 
 e2e=$root/tests/e2e/server
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$node_major" -lt 20 ]; then
-  echo "soak: node >= 20 is needed, found $(node --version)" >&2
-  exit 1
-fi
-for package in openai eventsource-parser; do
-  if [ ! -d "$e2e/node_modules/$package" ]; then
-    echo "soak: the npm package $package is missing; run scripts/install-deps.sh" >&2
-    exit 1
-  fi
-done
-for program in llaisys-server llaisys-mkmodel llaisys-offline; do
-  if [ ! -x "$bin/$program" ]; then
-    echo "soak: $bin/$program is not built" >&2
-    exit 1
-  fi
-done
+who=soak
+# shellcheck source=../tests/e2e/server/lib/preflight.sh
+source "$e2e/lib/preflight.sh"
 
 cd "$e2e"
 exec node soak/soak.mjs --minutes "$minutes" "$@"

@@ -1,10 +1,8 @@
 #include "jobs.hpp"
 
-#include <cmath>
-
 #include <algorithm>
-
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include <boost/json.hpp>

@@ -32,10 +32,10 @@ std::span<const ServerApp::Route> ServerApp::routes() {
   // and model names are not for anonymous callers. The rest of /v1/ is reserved for the API and keyed
   // like it, so a caller without a key learns nothing about which paths exist there.
   static constexpr Route kRoutes[] = {
-      {.path = "/health", .methods = {.get = true}, .handler = &ServerApp::health},
+      {.path = "/health", .methods = {.get = true}, .monitoring = true, .handler = &ServerApp::health},
       {.path = "/v1/models", .methods = {.get = true}, .handler = &ServerApp::models},
       {.path = "/v1/models/", .prefix = true, .methods = {.get = true}, .handler = &ServerApp::models},
-      {.path = "/metrics", .methods = {.get = true}, .api_key = true, .handler = &ServerApp::metrics},
+      {.path = "/metrics", .methods = {.get = true}, .api_key = true, .monitoring = true, .handler = &ServerApp::metrics},
       {.path = "/v1/chat/completions", .methods = {.post = true}, .api_key = true, .handler = &ServerApp::chat_completions},
       {.path = "/v1/completions", .methods = {.post = true}, .api_key = true, .handler = &ServerApp::completions},
       {.path = "/v1/embeddings", .methods = {.post = true}, .api_key = true, .handler = &ServerApp::embeddings},
@@ -69,6 +69,11 @@ std::string ServerApp::Methods::allow_header() const {
 bool ServerApp::needs_api_key(std::string_view path) {
   const Route* route = find_route(path);
   return route != nullptr && route->api_key;
+}
+
+bool ServerApp::monitoring_request(std::string_view method, std::string_view target) {
+  const Route* route = find_route(path_of(target));
+  return route != nullptr && route->monitoring && route->methods.allows(method);
 }
 
 std::optional<Reply> ServerApp::refuse_before_body(std::string_view target, std::string_view authorization,

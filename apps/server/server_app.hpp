@@ -63,6 +63,9 @@ class ServerApp {
   Reply handle(const HttpRequestView& request, const OutputNotifier& notify);
   // Whether `path` is served only with an API key (when keys are configured), as its route says.
   static bool needs_api_key(std::string_view path);
+  // Whether a request may be served on a connection kept beyond --max-connections: GET (or HEAD) of
+  // a monitoring route (/health, /metrics).
+  static bool monitoring_request(std::string_view method, std::string_view target);
   // Decided from the request head alone, before any body byte is read: the 401 reply of a request to
   // a keyed route without a valid key, else nothing.
   std::optional<Reply> refuse_before_body(std::string_view target, std::string_view authorization,
@@ -101,6 +104,8 @@ class ServerApp {
     bool prefix = false;  // matches every path that starts with `path`
     Methods methods;      // none: a reserved path, 404 for every method
     bool api_key = false;
+    // Answered on the connections kept beyond --max-connections (http/connection_gate.hpp).
+    bool monitoring = false;
     std::variant<std::monostate, Handler, ModelHandler> handler;  // ModelHandler: see with_model
   };
   // Every route, walked in order (the first match wins). A path that none matches is a web UI file

@@ -105,9 +105,9 @@ Status CudaDevice::ensure_rope_positions(const CudaRope& rope, int32_t needed) {
   if (needed <= rope.filled) return Status();
   // Doubling from 4096: a handful of rebuilds over a sequence's life, each before the pass's kernels
   // (begin_pass has synchronised, so no kernel reads the old table).
-  int32_t positions = std::max(4096, rope.filled);
-  while (positions < needed) positions = positions > rope.max_positions() / 2 ? rope.max_positions() : 2 * positions;
-  positions = std::min(positions, rope.max_positions());
+  int64_t grown = std::max(4096, rope.filled);
+  while (grown < needed) grown *= 2;
+  const auto positions = static_cast<int32_t>(std::min<int64_t>(grown, rope.max_positions()));
   std::vector<int32_t> ids(static_cast<std::size_t>(positions));
   std::iota(ids.begin(), ids.end(), 0);
   const std::size_t table = static_cast<std::size_t>(positions) * rope.frequencies().inv_freq.size();

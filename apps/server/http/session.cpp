@@ -143,9 +143,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto& req = parser_->get();
     // A connection on a reserved slot answers only the monitoring routes, once.
     if (health_only_) {
-      const std::string_view path = req.target().substr(0, req.target().find('?'));
-      const bool get = req.method() == http::verb::get || req.method() == http::verb::head;
-      if (!get || (path != "/health" && path != "/metrics")) {
+      if (!ServerApp::monitoring_request(req.method_string(), req.target())) {
         return refuse_busy({.method = std::string(req.method_string()), .target = std::string(req.target()),
                             .finish = "over --max-connections (reserved slot: /health and /metrics only)"},
                            "the server has too many open connections; retry later");
@@ -169,10 +167,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto refused = req.method() == http::verb::options
                            ? std::nullopt
                            : app_.refuse_before_body(req.target(), req[http::field::authorization], req["x-api-key"])) {
-      method_ = std::string(req.method_string());
-      target_ = std::string(req.target());
-      origin_ = std::string(req[http::field::origin]);
-      head_ = req.method() == http::verb::head;
+      note_request_head();
       begin_request({.method = method_, .target = target_, .finish = refused->body.substr(0, 300)});
       record(refused->status);
       return send_simple(refused->status, refused->content_type, std::move(refused->body), refused->headers, false);
@@ -243,13 +238,19 @@ class Session : public std::enable_shared_from_this<Session> {
     return star ? "Access-Control-Allow-Origin: *\r\n" : "";
   }
 
-  void handle() {
+  // What the answer needs of the request's head: its method and target (log), origin (CORS), HEAD.
+  void note_request_head() {
     const auto& req = parser_->get();
-    keep_alive_ = req.keep_alive() && !health_only_;
     method_ = std::string(req.method_string());
     target_ = std::string(req.target());
     origin_ = std::string(req[http::field::origin]);
     head_ = req.method() == http::verb::head;
+  }
+
+  void handle() {
+    const auto& req = parser_->get();
+    keep_alive_ = req.keep_alive() && !health_only_;
+    note_request_head();
     // HTTP/1.0 has no chunked encoding: a stream is sent unframed and ends with the connection.
     chunked_ = req.version() >= 11;
     if (req.method() == http::verb::options) {

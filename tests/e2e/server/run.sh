@@ -18,23 +18,9 @@ export LLAISYS_BUILD_DIR=$build
 bin=${LLAISYS_BIN_DIR:-$build/bin}
 export LLAISYS_BIN_DIR=$bin
 
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$node_major" -lt 20 ]; then
-  echo "server e2e: node >= 20 is needed, found $(node --version)" >&2
-  exit 1
-fi
-for package in openai eventsource-parser; do
-  if [ ! -d "$here/node_modules/$package" ]; then
-    echo "server e2e: the npm package $package is missing; run scripts/install-deps.sh" >&2
-    exit 1
-  fi
-done
-for program in llaisys-server llaisys-mkmodel llaisys-offline; do
-  if [ ! -x "$bin/$program" ]; then
-    echo "server e2e: $bin/$program is not built" >&2
-    exit 1
-  fi
-done
+e2e=$here who="server e2e"
+# shellcheck source=lib/preflight.sh
+source "$here/lib/preflight.sh"
 
 cd "$here"
 if [ $# -eq 0 ]; then set -- suites/*.test.mjs; fi

@@ -479,6 +479,16 @@ TEST_CASE("routes: which paths need the API key, decided before the body is read
   CHECK_FALSE(routed.app.refuse_before_body("/health", "", "").has_value());
 }
 
+TEST_CASE("routes: the connections beyond --max-connections serve only GET /health and /metrics") {
+  CHECK(ServerApp::monitoring_request("GET", "/health"));
+  CHECK(ServerApp::monitoring_request("HEAD", "/health?verbose=1"));
+  CHECK(ServerApp::monitoring_request("GET", "/metrics"));
+  CHECK_FALSE(ServerApp::monitoring_request("POST", "/health"));
+  CHECK_FALSE(ServerApp::monitoring_request("GET", "/v1/models"));
+  CHECK_FALSE(ServerApp::monitoring_request("POST", "/v1/chat/completions"));
+  CHECK_FALSE(ServerApp::monitoring_request("GET", "/"));
+}
+
 TEST_CASE("routes: 405 with Allow for a known path, 404 for others, HEAD as GET") {
   RoutedApp routed;
   CHECK(routed.call("GET", "/health").status == 503);  // the model is still loading

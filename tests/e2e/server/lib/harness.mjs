@@ -317,6 +317,29 @@ export function rawExchange(server, data, { timeoutMs = 10000 * slow, gapMs = 0,
   });
 }
 
+// A streamed /v1/completions request on a raw socket (`headers`: extra header lines, e.g. the
+// Authorization one, each ending in \r\n). `state` counts the bytes and SSE events read so far.
+// socket.pause() stops reading from the kernel: the receive buffer fills, then the server's send
+// buffer, then the server's writes make no progress (slow-reader tests).
+export function rawStream(server, body, headers = '') {
+  const payload = JSON.stringify(body);
+  const socket = net.connect(server.port, '127.0.0.1');
+  const state = { bytes: 0, events: 0, closed: false, tail: '', text: '' };
+  socket.on('data', (d) => {
+    const t = d.toString('latin1');
+    state.bytes += d.length;
+    state.text += t;
+    const joined = state.tail + t;
+    state.events += (joined.match(/data: /g) || []).length - (state.tail.match(/data: /g) || []).length;
+    state.tail = joined.slice(-16);
+  });
+  socket.on('close', () => { state.closed = true; });
+  socket.on('error', () => {});
+  socket.write(`POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}Content-Type: application/json\r\n` +
+    `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+  return { socket, state };
+}
+
 // The JSON body of a raw HTTP/1.1 response (Content-Length or chunked), or undefined.
 export function rawResponseJson(bytes) {
   const text = bytes.toString('utf8');

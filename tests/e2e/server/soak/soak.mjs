@@ -27,12 +27,11 @@
 
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import OpenAI from 'openai';
 import { KEY, MAX_BODY, MOCK_CONTEXT, cases as hostileTable } from '../lib/hostile-cases.mjs';
-import { errorShapeProblems, metrics, rawExchange, rawResponseJson, request, sleep, slow, startFixture } from '../lib/harness.mjs';
+import { errorShapeProblems, metrics, rawExchange, rawResponseJson, rawStream, request, sleep, slow, startFixture } from '../lib/harness.mjs';
 import { checkCompletionChunks, checkSseBody, streamRequest } from '../lib/sse.mjs';
 
 const { values: option } = parseArgs({
@@ -358,25 +357,8 @@ async function hostile() {
 }
 
 // Slow readers, on the firehose mock (two choices with 20 top logprobs: ~2.5 KB of SSE a step), over
-// a raw socket whose reading can be paused (the kernel buffers fill, then the server's writes stall).
-function rawStream(body) {
-  const payload = JSON.stringify(body);
-  const socket = net.connect(server.port, '127.0.0.1');
-  const state = { events: 0, closed: false, tail: '', text: '' };
-  socket.on('data', (d) => {
-    const t = d.toString('latin1');
-    state.text += t;
-    const joined = state.tail + t;
-    state.events += (joined.match(/data: /g) || []).length - (state.tail.match(/data: /g) || []).length;
-    state.tail = joined.slice(-16);
-  });
-  socket.on('close', () => { state.closed = true; });
-  socket.on('error', () => {});
-  socket.write(`POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\n` +
-    `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
-  return { socket, state };
-}
-
+// harness.mjs's rawStream, whose reading can be paused (the kernel buffers fill, then the server's
+// writes stall).
 async function until(predicate, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
@@ -399,7 +381,7 @@ const STREAM_END = 'data: [DONE]\n\n\r\n0\r\n\r\n';
 async function slowReader() {
   if (random() < 0.5) {
     // Stops reading: ~10 MB of output could never fit the socket buffers and the 4 MiB backlog.
-    const r = rawStream(firehose(4000));
+    const r = rawStream(server, firehose(4000), auth);
     try {
       expect(await until(() => r.state.events >= 4 || r.state.closed, 30000 * slow), 'no events from the firehose');
       expect(!r.state.closed, `closed before it was paused: ${r.state.text.slice(0, 200)}`);
@@ -421,7 +403,7 @@ async function slowReader() {
   // whole deadline (the other half is the margin for a busy machine). ~1.8 KB of SSE per token, so
   // the stream is several times what the socket buffers hold.
   const maxTokens = 300;
-  const r = rawStream(firehose(maxTokens));
+  const r = rawStream(server, firehose(maxTokens), auth);
   try {
     const deadline = Date.now() + 90000 * slow;
     while (!r.state.closed && !r.state.text.endsWith(STREAM_END)) {

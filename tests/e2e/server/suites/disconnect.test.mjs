@@ -10,9 +10,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import { after, before, test } from 'node:test';
-import { metrics, postJson, sleep, slow, startFixture, waitForMetrics } from '../lib/harness.mjs';
+import { metrics, postJson, rawStream, sleep, slow, startFixture, waitForMetrics } from '../lib/harness.mjs';
 
 const STEP_MS = 150;            // the slow mock's time per step
 const PREFILL_US_PER_TOKEN = 1000;
@@ -169,27 +168,6 @@ test('afterwards, requests filling the whole capacity (running + queued) are all
 
 // ---- slow readers
 
-// A streaming request on a raw socket. socket.pause() stops reading from the kernel: the receive
-// buffer fills, then the server's send buffer, then the server's writes make no progress.
-function rawStream(body) {
-  const payload = JSON.stringify(body);
-  const socket = net.connect(fx.server.port, '127.0.0.1');
-  const state = { bytes: 0, events: 0, closed: false, tail: '', text: '' };
-  socket.on('data', (d) => {
-    const t = d.toString('latin1');
-    state.bytes += d.length;
-    state.text += t;
-    const joined = state.tail + t;
-    state.events += (joined.match(/data: /g) || []).length - (state.tail.match(/data: /g) || []).length;
-    state.tail = joined.slice(-16);
-  });
-  socket.on('close', () => { state.closed = true; });
-  socket.on('error', () => {});
-  socket.write(`POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
-    `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
-  return { socket, state };
-}
-
 const requestsWith = (m, labels, status) => m.get('llaisys_requests_total', { ...labels, status }) ?? 0;
 const serverLog = () => fs.readFileSync(fx.server.logFile, 'utf8');
 // Each step of the firehose sends two choices with 20 top logprobs: about 2.5 KB of SSE a step.
@@ -202,7 +180,7 @@ test('a streaming client that stops reading is dropped after --write-timeout-ms 
   const baseline = await idleBaseline(F);
   const before = await metrics(fx.server);
   const maxTokens = 4000;  // minutes of output under ASan, seconds in a release build: it cannot finish first
-  const r = rawStream(firehose(50, maxTokens));
+  const r = rawStream(fx.server, firehose(50, maxTokens));
   await until(() => r.state.events >= 4, 'the first chunks');
   const during = gauges(await metrics(fx.server), F);
   assert.equal(during.running, 2, 'both choices are running');
@@ -240,7 +218,7 @@ test('a slow client that keeps reading (pauses shorter than the write deadline) 
   const before = await metrics(fx.server);
   // Enough output that every pause fills the socket buffers and the server's writes wait on the reader.
   const maxTokens = slow > 1 ? 800 : 1500;  // about 1.8 KB of SSE per token
-  const r = rawStream(firehose(60, maxTokens));
+  const r = rawStream(fx.server, firehose(60, maxTokens));
   const pauseMs = Math.round(WRITE_TIMEOUT_MS * 0.6);
   const started = Date.now();
   let pauses = 0;
