@@ -10,6 +10,11 @@ std::string_view to_string(DType dtype) noexcept {
     case DType::i32: return "i32";
     case DType::i64: return "i64";
     case DType::u8: return "u8";
+    case DType::q8_0: return "q8_0";
+    case DType::q4_0: return "q4_0";
+    case DType::q4_k: return "q4_k";
+    case DType::q5_k: return "q5_k";
+    case DType::q6_k: return "q6_k";
   }
   return "unknown";
 }
@@ -21,6 +26,11 @@ std::optional<DType> parse_dtype(std::string_view name) noexcept {
   if (name == "i32" || name == "I32" || name == "int32") return DType::i32;
   if (name == "i64" || name == "I64" || name == "int64") return DType::i64;
   if (name == "u8" || name == "U8" || name == "uint8") return DType::u8;
+  if (name == "q8_0" || name == "Q8_0") return DType::q8_0;
+  if (name == "q4_0" || name == "Q4_0") return DType::q4_0;
+  if (name == "q4_k" || name == "Q4_K") return DType::q4_k;
+  if (name == "q5_k" || name == "Q5_K") return DType::q5_k;
+  if (name == "q6_k" || name == "Q6_K") return DType::q6_k;
   return std::nullopt;
 }
 

@@ -53,10 +53,13 @@ TensorView TensorView::slice(int axis, int64_t start, int64_t length) const {
   if (axis < 0 || axis >= rank() || start < 0 || length < 0 || start + length > shape_[axis]) {
     throw std::out_of_range(fmt::format("slice({}, {}, {}) of {}", axis, start, length, to_string()));
   }
+  if (start * strides_[axis] % dtype_block_elements(dtype_) != 0) {
+    throw std::out_of_range(fmt::format("slice({}, {}, {}) of {} splits a quantized block", axis, start, length,
+                                        to_string()));
+  }
   Shape shape = shape_;
   shape[axis] = length;
-  auto* base = static_cast<std::byte*>(data_) +
-               static_cast<std::ptrdiff_t>(start * strides_[axis]) * static_cast<std::ptrdiff_t>(element_size());
+  auto* base = static_cast<std::byte*>(data_) + static_cast<std::ptrdiff_t>(dtype_bytes(dtype_, start * strides_[axis]));
   return TensorView(base, dtype_, shape, strides_, device_);
 }
 
@@ -64,8 +67,7 @@ TensorView TensorView::row(int64_t index) const {
   if (rank() < 1 || index < 0 || index >= shape_[0]) {
     throw std::out_of_range(fmt::format("row({}) of {}", index, to_string()));
   }
-  auto* base = static_cast<std::byte*>(data_) +
-               static_cast<std::ptrdiff_t>(index * strides_[0]) * static_cast<std::ptrdiff_t>(element_size());
+  auto* base = static_cast<std::byte*>(data_) + static_cast<std::ptrdiff_t>(dtype_bytes(dtype_, index * strides_[0]));
   return TensorView(base, dtype_, Shape(shape_.dims().subspan(1)), Shape(strides_.dims().subspan(1)),
                     device_);
 }

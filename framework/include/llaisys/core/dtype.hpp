@@ -10,8 +10,17 @@
 namespace llaisys {
 
 // Numeric values are part of the plugin ABI (llaisys_model_info::kv_dtype); append only.
-enum class DType : uint8_t { f32 = 0, bf16 = 1, f16 = 2, i32 = 3, i64 = 4, u8 = 5 };
+//
+// The quantized types store a row as blocks, each a fixed number of elements in a fixed number of
+// bytes (llama.cpp's GGUF block layouts, kernels/cpu/quant.hpp): Q8_0 32 elements in 34 bytes, Q4_0
+// 32 in 18, Q4_K 256 in 144, Q5_K 256 in 176, Q6_K 256 in 210. A quantized tensor's last dimension is
+// a whole number of blocks; it has no element size (dtype_size() is 0: use dtype_bytes()).
+enum class DType : uint8_t {
+  f32 = 0, bf16 = 1, f16 = 2, i32 = 3, i64 = 4, u8 = 5,
+  q8_0 = 6, q4_0 = 7, q4_k = 8, q5_k = 9, q6_k = 10,
+};
 
+// Bytes per element of an unquantized type; 0 for a quantized one.
 constexpr std::size_t dtype_size(DType dtype) noexcept {
   switch (dtype) {
     case DType::f32: return 4;
@@ -20,12 +29,41 @@ constexpr std::size_t dtype_size(DType dtype) noexcept {
     case DType::i32: return 4;
     case DType::i64: return 8;
     case DType::u8: return 1;
+    default: return 0;
   }
-  return 0;
+}
+
+constexpr bool is_quantized(DType dtype) noexcept { return dtype_size(dtype) == 0; }
+
+// Elements per block (1 for an unquantized type) and bytes per block.
+constexpr int64_t dtype_block_elements(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::q8_0:
+    case DType::q4_0: return 32;
+    case DType::q4_k:
+    case DType::q5_k:
+    case DType::q6_k: return 256;
+    default: return 1;
+  }
+}
+constexpr int64_t dtype_block_bytes(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::q8_0: return 34;
+    case DType::q4_0: return 18;
+    case DType::q4_k: return 144;
+    case DType::q5_k: return 176;
+    case DType::q6_k: return 210;
+    default: return static_cast<int64_t>(dtype_size(dtype));
+  }
+}
+// Bytes of `count` consecutive elements; `count` must be a whole number of blocks.
+constexpr int64_t dtype_bytes(DType dtype, int64_t count) noexcept {
+  return count / dtype_block_elements(dtype) * dtype_block_bytes(dtype);
 }
 
 std::string_view to_string(DType dtype) noexcept;
-// Accepts llaisys names ("f32", "bf16", ...) and safetensors names ("F32", "BF16", "F16", ...).
+// Accepts llaisys names ("f32", "bf16", "q8_0", ...), safetensors names ("F32", "BF16", "F16", ...)
+// and GGUF type names ("Q8_0", "Q4_K", ...).
 std::optional<DType> parse_dtype(std::string_view name) noexcept;
 
 using bf16_t = uint16_t;  // raw bits of a bfloat16

@@ -56,12 +56,13 @@ class TensorView {
   int rank() const { return shape_.rank(); }
   int64_t dim(int axis) const { return shape_[axis]; }
   int64_t numel() const { return shape_.numel(); }
+  // 0 for a quantized dtype (whose offsets and sizes come from dtype_bytes()).
   std::size_t element_size() const { return dtype_size(dtype_); }
   bool is_contiguous() const;
   // Bytes spanned by a contiguous view.
-  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * element_size(); }
+  std::size_t nbytes() const { return static_cast<std::size_t>(dtype_bytes(dtype_, numel())); }
 
-  // The sub-view [start, start + length) along `axis` (no copy).
+  // The sub-view [start, start + length) along `axis` (no copy; never inside a quantized block).
   TensorView slice(int axis, int64_t start, int64_t length) const;
   // Drops the leading axis: row `index` of a [n, ...] view is a [...] view.
   TensorView row(int64_t index) const;
