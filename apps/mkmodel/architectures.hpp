@@ -23,6 +23,10 @@ std::vector<TensorSpec> mistral_tensors(const ModelShape& shape);
 std::string mistral_config_json(const ModelShape& shape);
 std::string mistral_generation_config_json();
 
+std::vector<TensorSpec> llama_tensors(const ModelShape& shape);
+std::string llama_config_json(const ModelShape& shape);
+std::string llama_generation_config_json();
+
 std::vector<TensorSpec> gemma2_tensors(const ModelShape& shape);
 std::string gemma2_config_json(const ModelShape& shape);
 std::string gemma2_generation_config_json();

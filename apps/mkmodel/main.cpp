@@ -1,8 +1,8 @@
 // llaisys-mkmodel: writes a model directory with deterministic random weights, for tests, benchmarks
 // and the demo run: the Qwen2 shapes of tests/data/tiny-qwen2/WEIGHTS.md, and the tiny Qwen3,
-// Mistral and Gemma 2 models of tests/data/tiny-{qwen3,mistral,gemma2}/WEIGHTS.md. See README.md.
+// Mistral, Gemma 2 and Llama models of tests/data/tiny-{qwen3,mistral,gemma2,llama-gguf}/WEIGHTS.md. See README.md.
 //
-//   llaisys-mkmodel [--shape tiny|qwen2-0.5b|qwen2-7b|tiny-qwen3|tiny-mistral|tiny-gemma2] [--seed N]
+//   llaisys-mkmodel [--shape tiny|qwen2-0.5b|qwen2-7b|tiny-qwen3|tiny-mistral|tiny-gemma2|tiny-llama] [--seed N]
 //                   [--shards N] [--tokenizer-dir DIR | --no-tokenizer] [--force] OUT_DIR
 
 #include <chrono>

@@ -31,6 +31,10 @@ const std::vector<ModelShape>& shapes() {
                  .hidden_size = 256, .intermediate_size = 512, .num_layers = 4, .num_heads = 4, .num_kv_heads = 2,
                  .head_dim = 64, .max_position_embeddings = 2048, .sliding_window = 32,
                  .tie_word_embeddings = true, .tokenizer = "stories260K-tokenizer"},
+      ModelShape{.name = "tiny-llama", .architecture = Architecture::llama, .vocab_size = 512,
+                 .hidden_size = 256, .intermediate_size = 768, .num_layers = 3, .num_heads = 4, .num_kv_heads = 2,
+                 .head_dim = 64, .max_position_embeddings = 2048, .tie_word_embeddings = false,
+                 .tokenizer = "stories260K-tokenizer"},
   };
   return all;
 }
@@ -67,6 +71,7 @@ std::vector<TensorSpec> tensor_specs(const ModelShape& shape) {
     case Architecture::qwen2: return qwen2_tensors(shape);
     case Architecture::qwen3: return qwen3_tensors(shape);
     case Architecture::mistral: return mistral_tensors(shape);
+    case Architecture::llama: return llama_tensors(shape);
     case Architecture::gemma2: return gemma2_tensors(shape);
   }
   return {};
@@ -77,6 +82,7 @@ std::string config_json(const ModelShape& shape) {
     case Architecture::qwen2: return qwen2_config_json(shape);
     case Architecture::qwen3: return qwen3_config_json(shape);
     case Architecture::mistral: return mistral_config_json(shape);
+    case Architecture::llama: return llama_config_json(shape);
     case Architecture::gemma2: return gemma2_config_json(shape);
   }
   return {};
@@ -87,6 +93,7 @@ std::string generation_config_json(const ModelShape& shape) {
     case Architecture::qwen2: return qwen2_generation_config_json();
     case Architecture::qwen3: return qwen3_generation_config_json();
     case Architecture::mistral: return mistral_generation_config_json();
+    case Architecture::llama: return llama_generation_config_json();
     case Architecture::gemma2: return gemma2_generation_config_json();
   }
   return {};

@@ -1,7 +1,7 @@
 #pragma once
 // The model shapes llaisys-mkmodel writes. Each shape has an architecture, and each architecture its
 // own tensor list and config text (architectures.hpp), following the WEIGHTS.md of its fixture:
-// tests/data/tiny-qwen2 (Qwen2 shapes), tiny-qwen3, tiny-mistral, tiny-gemma2.
+// tests/data/tiny-qwen2 (Qwen2 shapes), tiny-qwen3, tiny-mistral, tiny-gemma2, tiny-llama-gguf.
 
 #include <cstdint>
 #include <optional>
@@ -11,7 +11,7 @@
 
 namespace llaisys::mkmodel {
 
-enum class Architecture { qwen2, qwen3, mistral, gemma2 };
+enum class Architecture { qwen2, qwen3, mistral, gemma2, llama };
 
 struct ModelShape {
   std::string name;               // "tiny", "qwen2-0.5b", "qwen2-7b", "tiny-qwen3", "tiny-mistral", "tiny-gemma2"
@@ -30,7 +30,7 @@ struct ModelShape {
 };
 
 // "tiny" (the tiny-qwen2 fixture), "qwen2-0.5b" (Qwen2-0.5B's real shape), "qwen2-7b" (Qwen2-7B's),
-// and the tiny-qwen3, tiny-mistral and tiny-gemma2 fixtures.
+// and the tiny-qwen3, tiny-mistral, tiny-gemma2 and tiny-llama (tests/data/tiny-llama-gguf) fixtures.
 std::optional<ModelShape> find_shape(std::string_view name);
 std::vector<std::string> shape_names();
 
