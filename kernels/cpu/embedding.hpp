@@ -1,5 +1,6 @@
 #pragma once
-// embedding: rows of a (bf16, f16 or f32) table, converted exactly to f32.
+// embedding: rows of a (bf16, f16, f32 or quantized) table, converted exactly to f32 (a quantized
+// row gives the bits dequantize() gives: quant.hpp).
 
 #include <cstdint>
 

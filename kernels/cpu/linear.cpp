@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "linear_bf16.hpp"
+#include "linear_float.hpp"
+#include "linear_quant.hpp"
 #include "linear_store.hpp"
 #include "simd.hpp"
 
@@ -17,7 +19,7 @@ using simd::kLanes;
 using linear_store::store_output;
 
 const std::byte* row_of(const WeightMatrix& w, int64_t n) {
-  return static_cast<const std::byte*>(w.data) + n * w.cols * static_cast<int64_t>(dtype_size(w.dtype));
+  return static_cast<const std::byte*>(w.data) + n * dtype_bytes(w.dtype, w.cols);
 }
 
 // ---- scalar -------------------------------------------------------------------------------------
@@ -295,10 +297,21 @@ void columns_avx2(const float* x, int64_t x_stride, int64_t M, int64_t K, const 
   }
 }
 
-// ---- dispatch -----------------------------------------------------------------------------------
+// Threads take contiguous runs of 16-column tiles across all jobs.
+constexpr int64_t kTileColumns = 16;
+constexpr std::size_t kMaxJobsPerRegion = 8;
+// One activation row: the threads stream weights and reuse nothing, so finer chunks only shorten
+// the wait for the last one (time spinning in the pool 2.7-3.0% vs 5.4% of the GEMV's with 4 per
+// thread, perf over a bf16 decode; docs/BENCHMARKS.md). More rows reuse a chunk's weights: 16 per
+// thread measured neutral to 2% slower there (32- and 128-row steps).
+constexpr int64_t kStreamingChunksPerThread = 16;
 
-void run_columns(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K, const LinearJob& job,
-                 int64_t n_begin, int64_t n_end) {
+}  // namespace
+
+namespace linear_float {
+
+void columns(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin,
+             int64_t n_end) {
   const DType dtype = job.weight.dtype;
   if (isa == Isa::avx512 && M == 1) {
     if (dtype == DType::bf16) return gemv_avx512<DType::bf16>(x, K, job, n_begin, n_end);
@@ -318,16 +331,7 @@ void run_columns(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K
   columns_scalar(x, x_stride, M, K, job, n_begin, n_end);
 }
 
-// Threads take contiguous runs of 16-column tiles across all jobs.
-constexpr int64_t kTileColumns = 16;
-constexpr std::size_t kMaxJobsPerRegion = 8;
-// One activation row: the threads stream weights and reuse nothing, so finer chunks only shorten
-// the wait for the last one (time spinning in the pool 2.7-3.0% vs 5.4% of the GEMV's with 4 per
-// thread, perf over a bf16 decode; docs/BENCHMARKS.md). More rows reuse a chunk's weights: 16 per
-// thread measured neutral to 2% slower there (32- and 128-row steps).
-constexpr int64_t kStreamingChunksPerThread = 16;
-
-}  // namespace
+}  // namespace linear_float
 
 void linear(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, int64_t K,
             std::span<const LinearJob> jobs) {
@@ -345,6 +349,7 @@ void linear(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, 
   const int64_t work_per_tile = kTileColumns * K * M;
 
   // The bf16 dot-product path: the activations are rounded to bf16 once, then every job reads them.
+  // Only when every job's weights are bf16: a region with f16, f32 or quantized weights stays exact.
   const bool bf16dot = ctx.matmul == MatmulPrecision::bf16 && ctx.isa == Isa::avx512 && bf16dot::supported() &&
                        std::all_of(jobs.begin(), jobs.end(), [](const LinearJob& j) { return j.weight.dtype == DType::bf16; });
   const uint16_t* xb = nullptr;
@@ -369,8 +374,10 @@ void linear(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, 
       const int64_t n_begin = begin * kTileColumns, n_end = std::min(end * kTileColumns, jobs[j].weight.rows);
       if (bf16dot) {
         bf16dot::columns(xb, M, K, jobs[j], n_begin, n_end);
+      } else if (is_quantized(jobs[j].weight.dtype)) {
+        quant_linear::columns(ctx.isa, x, x_stride, M, K, jobs[j], n_begin, n_end);
       } else {
-        run_columns(ctx.isa, x, x_stride, M, K, jobs[j], n_begin, n_end);
+        linear_float::columns(ctx.isa, x, x_stride, M, K, jobs[j], n_begin, n_end);
       }
     }
   }, work_per_tile, M == 1 ? kStreamingChunksPerThread : ThreadPool::kChunksPerThread);

@@ -1,10 +1,12 @@
 #pragma once
 // linear: y = x W^T + bias, the projection every transformer layer is made of.
 //
-// Weights are used in place (bf16, f16 or f32, e.g. straight from a mapped safetensors file) and
-// converted exactly to f32 in registers; activations and accumulation are f32. (The opt-in
-// MatmulPrecision::bf16 of the context instead rounds activations to bf16 for bf16 weights on
-// AVX512-BF16 CPUs: linear_bf16.hpp, with its own canonical order; what follows is the f32 path.)
+// Weights are used in place (bf16, f16 or f32, e.g. straight from a mapped safetensors file, or
+// quantized GGUF blocks: quant.hpp) and converted exactly to f32 in registers; activations and
+// accumulation are f32. A quantized matrix gives the bits of the f32 matrix dequantize() makes of it
+// (linear_quant.hpp). (The opt-in MatmulPrecision::bf16 of the context instead rounds activations to
+// bf16 for bf16 weights on AVX512-BF16 CPUs: linear_bf16.hpp, with its own canonical order; a region
+// with any other weight dtype takes the f32 path, which is what follows.)
 //
 // Batch invariance: y[m, n] is computed by the same sequence of operations whatever M is and
 // whichever thread computes it — the canonical 16-lane order of simd.hpp over k, then + bias[n],
@@ -20,10 +22,11 @@
 
 namespace llaisys::cpu {
 
-// A row-major weight matrix [rows, cols] = [N, K]; rows are output features.
+// A row-major weight matrix [rows, cols] = [N, K]; rows are output features. A quantized matrix's
+// rows are whole blocks (cols a multiple of dtype_block_elements), dtype_bytes(dtype, cols) each.
 struct WeightMatrix {
   const void* data = nullptr;
-  DType dtype = DType::bf16;  // bf16, f16 or f32
+  DType dtype = DType::bf16;  // bf16, f16, f32, q8_0, q4_0, q4_k, q5_k or q6_k
   int64_t rows = 0;
   int64_t cols = 0;
 };

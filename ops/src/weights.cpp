@@ -1,6 +1,9 @@
 #include "llaisys/ops/weights.hpp"
 
+#include <algorithm>
 #include <vector>
+
+#include "cpu/quant.hpp"
 
 namespace llaisys::ops {
 namespace {
@@ -12,9 +15,14 @@ Status check_host_matrix(const TensorView& host) {
     return make_error(ErrorCode::invalid_argument, "weights: expected a contiguous host matrix, got {}",
                       host.to_string());
   }
-  if (!is_float(host.dtype())) {
-    return make_error(ErrorCode::unsupported, "weights: dtype {} cannot be read by the kernels (BF16, F16, F32)",
+  if (!is_float(host.dtype()) && !is_quantized(host.dtype())) {
+    return make_error(ErrorCode::unsupported,
+                      "weights: dtype {} cannot be read by the kernels (BF16, F16, F32, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)",
                       to_string(host.dtype()));
+  }
+  if (host.dim(1) % dtype_block_elements(host.dtype()) != 0) {
+    return make_error(ErrorCode::invalid_argument, "weights: {} rows are not whole {}-element blocks",
+                      host.to_string(), dtype_block_elements(host.dtype()));
   }
   return Status();
 }
@@ -27,7 +35,8 @@ float element(const TensorView& view, std::size_t i) {
   }
 }
 
-// The rows of several host matrices as one bf16 device matrix (CUDA's GEMMs read bf16).
+// The rows of several host matrices as one bf16 device matrix (CUDA's GEMMs read bf16): quantized
+// ones dequantized exactly (cpu::dequantize), then rounded to bf16 like f32 ones.
 Result<Tensor> stack_bf16(DeviceContext& ctx, std::span<const TensorView> matrices) {
   std::size_t count = 0;
   for (const TensorView& m : matrices) count += static_cast<std::size_t>(m.numel());
@@ -40,6 +49,19 @@ Result<Tensor> stack_bf16(DeviceContext& ctx, std::span<const TensorView> matric
     auto* dst = static_cast<bf16_t*>(buffer.data()) + offset;
     if (m.dtype() == DType::bf16) {
       LLAISYS_RETURN_IF_ERROR(ctx.copy_from_host(dst, m.data(), n * sizeof(bf16_t)));
+    } else if (is_quantized(m.dtype())) {
+      // A few rows at a time: no f32 copy of a whole (embedding-sized) matrix.
+      const int64_t cols = m.dim(1);
+      const int64_t rows_per_piece = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, cols));
+      std::vector<float> values;
+      for (int64_t r = 0; r < m.dim(0); r += rows_per_piece) {
+        const int64_t piece = std::min(rows_per_piece, m.dim(0) - r) * cols;
+        values.resize(static_cast<std::size_t>(piece));
+        converted.resize(static_cast<std::size_t>(piece));
+        cpu::dequantize(m.dtype(), m.row(r).data(), piece, values.data());
+        for (std::size_t i = 0; i < values.size(); ++i) converted[i] = f32_to_bf16(values[i]);
+        LLAISYS_RETURN_IF_ERROR(ctx.copy_from_host(dst + r * cols, converted.data(), values.size() * sizeof(bf16_t)));
+      }
     } else {
       converted.resize(n);
       for (std::size_t i = 0; i < n; ++i) converted[i] = f32_to_bf16(element(m, i));

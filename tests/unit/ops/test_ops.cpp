@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "cpu/quant.hpp"
 #include "llaisys/model/forward_batch.hpp"
 #include "llaisys/ops/activation.hpp"
 #include "llaisys/ops/argmax.hpp"
@@ -96,6 +97,51 @@ TEST_CASE("ops: linear over fused parts with biases equals a float64 reference, 
   const TensorView transposed(x.data(), DType::f32, Shape{k, m}, Shape{1, k}, Device::cpu());
   CHECK_THAT(ops::linear(*ctx, transposed, *weight, rows(y, m, n1 + n2)).message(),
              Catch::Contains("rows of contiguous elements"));
+}
+
+TEST_CASE("ops: quantized matrices are read in place on the CPU, as their dequantization", "[ops]") {
+  auto ctx = cpu_context();
+  const int64_t m = 3, k = 256, n1 = 20, n2 = 12, vocab = 6;
+  const std::vector<float> v1 = random_values(n1 * k, 21, 0.1f), v2 = random_values(n2 * k, 22, 0.1f);
+  std::vector<uint8_t> q1(static_cast<std::size_t>(dtype_bytes(DType::q4_k, n1 * k)));
+  std::vector<uint8_t> q2(static_cast<std::size_t>(dtype_bytes(DType::q8_0, n2 * k)));
+  cpu::quantize(DType::q4_k, v1.data(), n1 * k, q1.data());
+  cpu::quantize(DType::q8_0, v2.data(), n2 * k, q2.data());
+  std::vector<float> d1(v1.size()), d2(v2.size());
+  cpu::dequantize(DType::q4_k, q1.data(), n1 * k, d1.data());
+  cpu::dequantize(DType::q8_0, q2.data(), n2 * k, d2.data());
+  std::vector<float> b1 = random_values(n1, 23), b2 = random_values(n2, 24);
+  const TensorView biases[] = {TensorView(b1.data(), DType::f32, Shape{n1}), TensorView(b2.data(), DType::f32, Shape{n2})};
+  const TensorView quantized[] = {TensorView(q1.data(), DType::q4_k, Shape{n1, k}), TensorView(q2.data(), DType::q8_0, Shape{n2, k})};
+  const TensorView dense[] = {rows(d1, n1, k), rows(d2, n2, k)};
+  auto wq = ops::prepare_linear(*ctx, quantized, biases, nullptr);
+  auto wd = ops::prepare_linear(*ctx, dense, biases, nullptr);
+  REQUIRE(wq.ok());
+  REQUIRE(wd.ok());
+  CHECK(wq->parts[0].view.data() == q1.data());  // in place
+  CHECK(wq->bytes() == q1.size() + q2.size());
+  std::vector<float> x = random_values(m * k, 25), yq(m * (n1 + n2)), yd(yq.size());
+  REQUIRE(ops::linear(*ctx, rows(x, m, k), *wq, rows(yq, m, n1 + n2)).ok());
+  REQUIRE(ops::linear(*ctx, rows(x, m, k), *wd, rows(yd, m, n1 + n2)).ok());
+  CHECK(std::memcmp(yq.data(), yd.data(), yq.size() * sizeof(float)) == 0);
+
+  // A quantized table (embedding, tied lm head) is kept in place too.
+  auto table = ops::upload_matrix(*ctx, TensorView(q2.data(), DType::q8_0, Shape{vocab, k}), nullptr);
+  REQUIRE(table.ok());
+  CHECK(table->view.data() == q2.data());
+  std::vector<float> logits(m * vocab), want(m * vocab);
+  REQUIRE(ops::linear(*ctx, rows(x, m, k), ops::linear_weight_of(*table), rows(logits, m, vocab)).ok());
+  REQUIRE(ops::linear(*ctx, rows(x, m, k), ops::linear_weight_of(ops::Tensor{.view = rows(d2, vocab, k), .owner = nullptr}),
+                      rows(want, m, vocab)).ok());
+  CHECK(std::memcmp(logits.data(), want.data(), logits.size() * sizeof(float)) == 0);
+
+  // Refused by name: a dtype no kernel reads, rows that are not whole blocks.
+  std::vector<int32_t> ints(64);
+  CHECK_THAT(ops::upload_matrix(*ctx, TensorView(ints.data(), DType::i32, Shape{8, 8}), nullptr).status().message(),
+             Catch::Contains("dtype i32 cannot be read by the kernels"));
+  const Status partial = ops::upload_matrix(*ctx, TensorView(q2.data(), DType::q8_0, Shape{4, 48}), nullptr).status();
+  CHECK(partial.code() == ErrorCode::invalid_argument);
+  CHECK_THAT(partial.message(), Catch::Contains("whole 32-element blocks"));
 }
 
 TEST_CASE("ops: rms_norm by rows and per head, with Gemma's (1 + w)", "[ops]") {
@@ -202,6 +248,23 @@ TEST_CASE("ops: a pass through embedding, rope_write_kv and windowed, soft-cappe
   std::vector<float> x(static_cast<std::size_t>(t * hidden));
   REQUIRE(ops::embedding(*ctx, **pass, *embed, rows(x, t, hidden)).ok());
   CHECK(std::memcmp(x.data() + hidden, table.data() + 4 * hidden, hidden * sizeof(float)) == 0);
+  {
+    // A quantized table: each row as dequantize() gives it.
+    const int64_t wide = 32;
+    const std::vector<float> values = random_values(vocab * wide, 14);
+    std::vector<uint8_t> blocks(static_cast<std::size_t>(dtype_bytes(DType::q4_0, vocab * wide)));
+    cpu::quantize(DType::q4_0, values.data(), vocab * wide, blocks.data());
+    std::vector<float> rows_want(values.size());
+    cpu::dequantize(DType::q4_0, blocks.data(), vocab * wide, rows_want.data());
+    auto qtable = ops::upload_matrix(*ctx, TensorView(blocks.data(), DType::q4_0, Shape{vocab, wide}), nullptr);
+    REQUIRE(qtable.ok());
+    std::vector<float> xq(static_cast<std::size_t>(t * wide));
+    REQUIRE(ops::embedding(*ctx, **pass, *qtable, rows(xq, t, wide)).ok());
+    for (int64_t i = 0; i < t; ++i) {
+      CHECK(std::memcmp(xq.data() + i * wide, rows_want.data() + tokens[static_cast<std::size_t>(i)] * wide,
+                        wide * sizeof(float)) == 0);
+    }
+  }
 
   std::vector<float> qkv = random_values(static_cast<std::size_t>(t * (q_heads + 2 * kv_heads) * d), 13);
   const int64_t width = (q_heads + 2 * kv_heads) * d;

@@ -1,0 +1,31 @@
+#pragma once
+// linear with quantized weights (quant.hpp's Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), used in place.
+//
+// Contract: the result is bit-identical to linear() on the f32 matrix that dequantize() makes of the
+// weights (same x, bias, accumulate), for every M, thread count and ISA path; so batch invariance
+// and the canonical order of linear.hpp carry over unchanged. Two ways to get there:
+//  - few rows of x (decode, small batches; up to 16 for Q8_0 / Q4_0 / Q4_K and 8 for Q5_K / Q6_K
+//    with AVX-512, 4 otherwise): kRegisterRows rows at a time, each weight block is decoded
+//    (AVX-512: in registers, quant_avx512.hpp; AVX2 and scalar: 256 elements at a time into a
+//    buffer) and multiplied into every row's 16 accumulators in k order, several weight rows
+//    interleaved. The weights are read at their packed size, once per kRegisterRows rows.
+//  - more rows (prefill): a panel of weight rows is dequantized into a per-thread f32 buffer and the
+//    f32 tiles of linear_float run on it; the decoding is shared by all the rows of x (the f32 tiles
+//    run at about 0.8x the speed of the bf16 ones: twice the weight bytes per product from L2).
+// The opt-in bf16 dot-product mode (MatmulPrecision::bf16) applies to bf16 weights only: a region
+// with a quantized job takes this exact path. Internal to kernels/cpu.
+
+#include <cstdint>
+
+#include "cpu_isa.hpp"
+#include "linear.hpp"
+
+namespace llaisys::cpu::quant_linear {
+
+inline constexpr int64_t kRegisterRows = 4;
+
+// Output columns [n_begin, n_end) of a job whose weight dtype is quantized (K a whole number of blocks).
+void columns(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin,
+             int64_t n_end);
+
+}  // namespace llaisys::cpu::quant_linear
