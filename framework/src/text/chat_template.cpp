@@ -118,6 +118,26 @@ Result<ChatTemplate> ChatTemplate::from_model_dir(const std::filesystem::path& d
     }
     config = std::move(parsed.get_object());
   }
+  std::optional<std::string> fallback;
+  const json::value* chat_template = config.if_contains("chat_template");
+  if ((chat_template == nullptr || chat_template->is_null()) && std::filesystem::exists(dir / "chat_template.jinja", ec)) {
+    LLAISYS_ASSIGN_OR_RETURN(fallback, read_file(dir / "chat_template.jinja"));
+  }
+  return from_config(config, {.config = config_path.string(), .dir = dir.string()}, std::move(fallback), name);
+}
+
+Result<ChatTemplate> ChatTemplate::from_config_json(std::string_view tokenizer_config_json, std::string_view name) {
+  boost::system::error_code parse_ec;
+  json::value parsed = json::parse(tokenizer_config_json, parse_ec);
+  if (parse_ec || !parsed.is_object()) {
+    return Status(ErrorCode::parse_error, "tokenizer_config.json is not a JSON object");
+  }
+  return from_config(parsed.get_object(), {.config = "tokenizer_config.json", .dir = "tokenizer_config.json"},
+                     std::nullopt, name);
+}
+
+Result<ChatTemplate> ChatTemplate::from_config(const json::object& config, const ConfigSource& where,
+                                               std::optional<std::string> fallback, std::string_view name) {
   auto impl = std::make_shared<Impl>();
   impl->special_tokens = special_tokens(config);
 
@@ -132,17 +152,16 @@ Result<ChatTemplate> ChatTemplate::from_model_dir(const std::filesystem::path& d
       const json::value* t = o != nullptr ? o->if_contains("template") : nullptr;
       if (n == nullptr || t == nullptr || !n->is_string() || !t->is_string()) {
         return make_error(ErrorCode::parse_error, "{}: chat_template entries must be {{\"name\", \"template\"}}",
-                          config_path.string());
+                          where.config);
       }
       sources.emplace_back(std::string(n->get_string()), std::string(t->get_string()));
     }
   } else if (chat_template != nullptr && !chat_template->is_null()) {
-    return make_error(ErrorCode::parse_error, "{}: chat_template must be a string or a list", config_path.string());
-  } else if (std::filesystem::exists(dir / "chat_template.jinja", ec)) {
-    LLAISYS_ASSIGN_OR_RETURN(std::string text, read_file(dir / "chat_template.jinja"));
-    sources.emplace_back("default", std::move(text));
+    return make_error(ErrorCode::parse_error, "{}: chat_template must be a string or a list", where.config);
+  } else if (fallback) {
+    sources.emplace_back("default", std::move(*fallback));
   }
-  if (sources.empty()) return make_error(ErrorCode::not_found, "'{}' has no chat template", dir.string());
+  if (sources.empty()) return make_error(ErrorCode::not_found, "'{}' has no chat template", where.dir);
 
   auto find = [&](std::string_view wanted) -> std::optional<std::size_t> {
     for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -153,10 +172,10 @@ Result<ChatTemplate> ChatTemplate::from_model_dir(const std::filesystem::path& d
   std::optional<std::size_t> primary;
   if (!name.empty()) {
     primary = find(name);
-    if (!primary) return make_error(ErrorCode::not_found, "'{}' has no chat template named '{}'", dir.string(), name);
+    if (!primary) return make_error(ErrorCode::not_found, "'{}' has no chat template named '{}'", where.dir, name);
   } else {
     primary = sources.size() == 1 ? std::optional<std::size_t>(0) : find("default");
-    if (!primary) return make_error(ErrorCode::not_found, "'{}' has named chat templates but none called 'default'", dir.string());
+    if (!primary) return make_error(ErrorCode::not_found, "'{}' has named chat templates but none called 'default'", where.dir);
   }
   LLAISYS_ASSIGN_OR_RETURN(NamedTemplate first, compile(sources[*primary].first, sources[*primary].second));
   impl->templates.push_back(std::move(first));

@@ -37,6 +37,9 @@ class ChatTemplate {
   // default "default"; "tool_use" when tools are given and it exists). Falls back to a
   // chat_template.jinja file beside it. Also reads the special token strings (bos/eos/...).
   static Result<ChatTemplate> from_model_dir(const std::filesystem::path& dir, std::string_view name = "");
+  // The same from tokenizer_config.json's text (no chat_template.jinja fallback), e.g. the one
+  // gguf_tokenizer_files() writes for a GGUF file.
+  static Result<ChatTemplate> from_config_json(std::string_view tokenizer_config_json, std::string_view name = "");
   // Empty token strings are left undefined in the template (as HF does for unset tokens).
   static Result<ChatTemplate> from_string(std::string source, std::string bos_token = "", std::string eos_token = "");
   // A template file overriding the model's; special tokens from model_dir's tokenizer_config.json
@@ -52,6 +55,13 @@ class ChatTemplate {
 
  private:
   struct Impl;
+  struct ConfigSource {
+    std::string config;  // names the config in parse errors
+    std::string dir;     // names the model in not_found errors
+  };
+  // `fallback`: the template used when the config has no chat_template.
+  static Result<ChatTemplate> from_config(const boost::json::object& config, const ConfigSource& where,
+                                          std::optional<std::string> fallback, std::string_view name);
   explicit ChatTemplate(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
 };
