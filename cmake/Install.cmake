@@ -25,7 +25,7 @@ set(LLAISYS_INSTALL_CMAKEDIR lib/cmake/llaisys)
 
 # ---- programs and plugins ------------------------------------------------------------------------
 set(_programs)
-foreach(program llaisys-offline llaisys-server llaisys-bench llaisys-mkmodel)
+foreach(program llaisys-offline llaisys-server llaisys-bench llaisys-mkmodel llaisys-quantize)
   if(TARGET ${program})
     list(APPEND _programs ${program})
   endif()

@@ -286,7 +286,7 @@ void add_engine_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<EngineBenchOptions>();
   CLI::App* cmd = app.add_subcommand("engine", "continuous batching (32 vs 1 sequences) and prefix caching (TTFT)");
   cmd->add_option("--shape", o->shape, "model shape to generate when --model is not given")->capture_default_str();
-  cmd->add_option("--model", o->model_dir, "an existing model directory instead");
+  cmd->add_option("--model", o->model_dir, "an existing model directory or GGUF file instead");
   cmd->add_option("--cache-dir", o->cache_dir, "where generated models are kept")->capture_default_str();
   cmd->add_option("--plugin-dir", o->plugin_dir, "directory of model plugins (default: next to the executable)");
   cmd->add_option("--options", o->options_json, "model options (JSON)")->capture_default_str();

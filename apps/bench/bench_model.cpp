@@ -5,7 +5,10 @@
 // tokens/s and decode efficiency = weight bytes read per token x tokens/s / copy bandwidth, taken as
 // the median of 8 rounds that each measure the copy bandwidth right before decoding, prefill
 // tokens/s for one long prompt, and peak RSS / weight bytes. Without --model it generates the
-// requested shape with llaisys-mkmodel's library into --cache-dir (once).
+// requested shape with llaisys-mkmodel's library into --cache-dir (once). Several models (--model
+// given more than once, or --gguf TYPES: the shape also written as GGUF files of those types) are
+// measured one after the other and compared with the first in a table: decode tokens/s, the same
+// per unit of the copy bandwidth measured around each model's rounds, prefill, peak RSS / file.
 
 #include <sys/resource.h>
 
@@ -22,6 +25,7 @@
 #include "commands.hpp"
 #include "cpu/cpu_isa.hpp"
 #include "llaisys/model/registry.hpp"
+#include "gguf_convert.hpp"
 #include "model_writer.hpp"
 
 namespace llaisys::bench {
@@ -30,7 +34,8 @@ namespace {
 
 struct ModelBenchOptions {
   std::string shape = "qwen2-0.5b";
-  std::string model_dir;           // empty: generate `shape` into cache_dir
+  std::vector<std::string> models;  // empty: generate `shape` into cache_dir
+  std::vector<std::string> gguf_types;  // also the shape written as GGUF files of these types
   std::string cache_dir = default_model_cache_dir();
   std::string plugin_dir;
   std::string options_json = "{}";
@@ -80,12 +85,30 @@ std::string load_average() {
   return fmt::format("{:.2f} {:.2f} {:.2f}", one, five, fifteen);
 }
 
-uint64_t safetensors_bytes(const fs::path& dir) {
+// The bytes of a model's weight files (a GGUF file's whole size).
+uint64_t weight_file_bytes(const fs::path& model) {
+  if (fs::is_regular_file(model)) return fs::file_size(model);
   uint64_t total = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
+  for (const auto& entry : fs::directory_iterator(model)) {
     if (entry.path().extension() == ".safetensors") total += entry.file_size();
   }
   return total;
+}
+
+// What one model's run measured, for the comparison table.
+struct ModelResult {
+  std::string name;
+  double decode_tps = 0;       // median round
+  double efficiency = 0;       // median round
+  double copy_bandwidth = 0;   // median of the rounds' copies
+  double prefill_tps = 0;
+  double weight_mb = 0;        // per decode step
+  double rss_ratio = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 // One sequence's pass over `tokens` at positions [start, ...), logits of the last token into `logits`.
@@ -106,26 +129,32 @@ Status run_pass(AnyModel& model, std::span<const TokenId> tokens, int32_t start,
                        logits);
 }
 
-int run_model_bench(const ModelBenchOptions& o) {
-  // The model: given, or generated once into the cache.
-  fs::path model_dir = o.model_dir;
-  if (model_dir.empty()) {
-    const auto shape = mkmodel::find_shape(o.shape);
-    if (!shape) {
-      fmt::print(stderr, "error: unknown shape '{}'\n", o.shape);
-      return 2;
-    }
-    model_dir = fs::path(o.cache_dir) / fmt::format("bench-{}", o.shape);
-    if (!fs::exists(model_dir / "config.json")) {
-      fmt::print(stderr, "generating the {} model in {} ...\n", o.shape, model_dir.string());
-      const Status s = mkmodel::write_model(model_dir, {.shape = *shape, .seed = 0, .num_shards = 1, .tokenizer_dir = {}});
-      if (!s.ok()) {
-        fmt::print(stderr, "error: {}\n", s.message());
-        return 1;
-      }
-    }
+// The models of a run: --model paths, or the shape generated once into the cache; then the shape's
+// GGUF files of --gguf types (generated once, from the shape's directory).
+Result<std::vector<fs::path>> models_of(const ModelBenchOptions& o) {
+  std::vector<fs::path> models(o.models.begin(), o.models.end());
+  const auto shape = mkmodel::find_shape(o.shape);
+  if (!shape) return make_error(ErrorCode::invalid_argument, "unknown shape '{}'", o.shape);
+  const fs::path generated = fs::path(o.cache_dir) / fmt::format("bench-{}", o.shape);
+  if ((models.empty() || !o.gguf_types.empty()) && !fs::exists(generated / "config.json")) {
+    fmt::print(stderr, "generating the {} model in {} ...\n", o.shape, generated.string());
+    LLAISYS_RETURN_IF_ERROR(mkmodel::write_model(generated, {.shape = *shape, .seed = 0, .num_shards = 1,
+                                                             .tokenizer_dir = {}}));
   }
+  if (models.empty()) models.push_back(generated);
+  for (const std::string& type : o.gguf_types) {
+    const fs::path file = fs::path(o.cache_dir) / fmt::format("bench-{}-{}.gguf", o.shape, type);
+    if (!fs::exists(file)) {
+      fmt::print(stderr, "writing {} ...\n", file.string());
+      LLAISYS_ASSIGN_OR_RETURN(convert::ConvertReport report, convert::convert_to_gguf(generated, file, type, o.shape));
+      for (const std::string& line : report.fallbacks) fmt::print(stderr, "  fallback: {}\n", line);
+    }
+    models.push_back(file);
+  }
+  return models;
+}
 
+Result<ModelResult> bench_one(const ModelBenchOptions& o, const fs::path& model_dir) {
   const std::string load_before = load_average();
   // The reference: copy bandwidth with the same number of threads, measured first.
   const double copy_bandwidth = measure_copy_bandwidth(static_cast<std::size_t>(o.copy_mib) << 20, 5, o.threads);
@@ -133,19 +162,13 @@ int run_model_bench(const ModelBenchOptions& o) {
   PluginRegistry registry;
   registry.load_directory(o.plugin_dir.empty() ? default_plugin_dir() : fs::path(o.plugin_dir));
   auto opened = registry.open_model({.model_dir = model_dir, .num_threads = o.threads, .options_json = o.options_json});
-  if (!opened.ok()) {
-    fmt::print(stderr, "error: {}\n", opened.status().message());
-    return 1;
-  }
+  if (!opened.ok()) return opened.status();
   AnyModel& model = opened.value();
   const ModelInfo& info = model.info();
   constexpr int32_t kBlockSize = 16;
   const int32_t context = std::max(o.prompt_tokens, o.decode_prompt_tokens + o.decode_tokens) + kBlockSize;
   const int32_t num_blocks = (context + kBlockSize - 1) / kBlockSize;
-  if (Status s = model.init_kv_cache({.num_blocks = num_blocks, .block_size = kBlockSize}); !s.ok()) {
-    fmt::print(stderr, "error: {}\n", s.message());
-    return 1;
-  }
+  LLAISYS_RETURN_IF_ERROR(model.init_kv_cache({.num_blocks = num_blocks, .block_size = kBlockSize}));
   std::vector<BlockId> table(static_cast<std::size_t>(num_blocks));
   std::iota(table.begin(), table.end(), 0);
   std::vector<float> logits(static_cast<std::size_t>(info.vocab_size));
@@ -184,10 +207,6 @@ int run_model_bench(const ModelBenchOptions& o) {
     round_tps.push_back(per_round / elapsed);
     ratios.push_back(static_cast<double>(info.weight_bytes) * round_tps.back() / round_copy.back());
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
   const double mean_tps = decoded / decode_seconds;
   const double efficiency = median(ratios);
   const auto [min_ratio, max_ratio] = std::minmax_element(ratios.begin(), ratios.end());
@@ -203,7 +222,7 @@ int run_model_bench(const ModelBenchOptions& o) {
   }
   const double prefill_tps = o.prompt_tokens / prefill_seconds;
 
-  const uint64_t weights = safetensors_bytes(model_dir);
+  const uint64_t weights = weight_file_bytes(model_dir);
   const uint64_t peak = peak_rss_bytes();
   const double rss_ratio = static_cast<double>(peak) / static_cast<double>(weights);
 
@@ -232,6 +251,44 @@ int run_model_bench(const ModelBenchOptions& o) {
   fmt::print("targets:    efficiency >= 0.9 {}, prefill >= 200 tokens/s {}, peak RSS <= 1.3 x weights {}\n",
              efficiency >= 0.9 ? "MET" : "MISSED", prefill_tps >= 200 ? "MET" : "MISSED",
              rss_ratio <= 1.3 ? "MET" : "MISSED");
+  return ModelResult{.name = model_dir.filename().string(),
+                     .decode_tps = median(round_tps),
+                     .efficiency = efficiency,
+                     .copy_bandwidth = median(round_copy),
+                     .prefill_tps = prefill_tps,
+                     .weight_mb = static_cast<double>(info.weight_bytes) / 1e6,
+                     .rss_ratio = rss_ratio};
+}
+
+int run_model_bench(const ModelBenchOptions& o) {
+  auto models = models_of(o);
+  if (!models.ok()) {
+    fmt::print(stderr, "error: {}\n", models.status().message());
+    return 1;
+  }
+  std::vector<ModelResult> results;
+  for (const fs::path& model : *models) {
+    if (!results.empty()) fmt::print("\n");
+    auto result = bench_one(o, model);
+    if (!result.ok()) {
+      fmt::print(stderr, "error: {}: {}\n", model.string(), result.status().message());
+      return 1;
+    }
+    results.push_back(std::move(result).value());
+  }
+  if (results.size() < 2) return 0;
+  // Against the first model, measured in this run: raw tokens/s, and tokens/s per unit of the copy
+  // bandwidth measured around each model's rounds (the VM's bandwidth drifts between models).
+  const ModelResult& base = results.front();
+  fmt::print("\ncompared with {} (same run):\n", base.name);
+  fmt::print("  {:<36} {:>9} {:>8} {:>12} {:>8} {:>10} {:>9} {:>9}\n", "model", "MB/token", "decode", "decode/copy",
+             "eff.", "prefill", "(ratio)", "RSS/file");
+  for (const ModelResult& r : results) {
+    fmt::print("  {:<36} {:>9.1f} {:>7.2f}x {:>11.2f}x {:>8.3f} {:>10.1f} {:>8.2f}x {:>9.3f}\n", r.name, r.weight_mb,
+               r.decode_tps / base.decode_tps,
+               (r.decode_tps / r.copy_bandwidth) / (base.decode_tps / base.copy_bandwidth), r.efficiency, r.prefill_tps,
+               r.prefill_tps / base.prefill_tps, r.rss_ratio);
+  }
   return 0;
 }
 
@@ -241,7 +298,10 @@ void add_model_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ModelBenchOptions>();
   CLI::App* cmd = app.add_subcommand("model", "decode / prefill tokens/s, decode efficiency and peak memory of a model");
   cmd->add_option("--shape", o->shape, "model shape to generate when --model is not given")->capture_default_str();
-  cmd->add_option("--model", o->model_dir, "an existing model directory instead");
+  cmd->add_option("--model", o->models, "existing model directories or GGUF files instead (several: compared with the first)");
+  cmd->add_option("--gguf", o->gguf_types, "also the shape as GGUF files of these types, compared with it (e.g. q8_0,q4_k_m,q4_0)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(convert::gguf_type_names()));
   cmd->add_option("--cache-dir", o->cache_dir, "where generated models are kept")->capture_default_str();
   cmd->add_option("--plugin-dir", o->plugin_dir, "directory of model plugins (default: next to the executable)");
   cmd->add_option("--options", o->options_json, "model options (JSON)")->capture_default_str();

@@ -1,5 +1,6 @@
 #include "served_model.hpp"
 
+#include "model_text.hpp"
 #include "value_range.hpp"
 
 #include <algorithm>
@@ -80,14 +81,14 @@ Result<ServedModel> load_served_model(const PluginRegistry& registry, const Mode
                      .info = model->info(),
                      .chat_template_status = Status(ErrorCode::invalid_argument,
                                                     "chat messages need a model with a tokenizer")};
-  if (std::filesystem::exists(options.model_dir / "tokenizer.json")) {
-    auto tokenizer = text::Tokenizer::from_model_dir(options.model_dir);
+  if (has_tokenizer(options.model_dir)) {
+    auto tokenizer = load_tokenizer(options.model_dir);
     if (!tokenizer.ok()) return Status(tokenizer.status()).with_context("the model's tokenizer");
     served.tokenizer = std::move(tokenizer).value();
   }
   if (served.tokenizer) {
     auto chat_template = options.chat_template_file.empty()
-                             ? text::ChatTemplate::from_model_dir(options.model_dir)
+                             ? load_chat_template(options.model_dir)
                              : text::ChatTemplate::from_file(options.chat_template_file, options.model_dir);
     if (chat_template.ok()) {
       served.chat_template = std::move(chat_template).value();

@@ -62,7 +62,7 @@ Result<text::ChatTemplate> fallback_chat_template(const text::Tokenizer& tokeniz
 struct ServedModel {
   std::filesystem::path model_dir;
   ModelInfo info;
-  std::shared_ptr<const text::Tokenizer> tokenizer;  // null when the directory has no tokenizer.json
+  std::shared_ptr<const text::Tokenizer> tokenizer;  // null when the model has none (model_text.hpp)
   std::optional<text::ChatTemplate> chat_template;   // absent: chat_template_status says why
   Status chat_template_status;
   // Which template chat requests use: "model" (tokenizer_config.json or chat_template.jinja), "file"
@@ -72,7 +72,7 @@ struct ServedModel {
   std::unique_ptr<LLMEngine> engine;
 };
 
-// Opens the model through the registry, then its tokenizer (when tokenizer.json exists) and chat
+// Opens the model (a directory or a GGUF file) through the registry, then its tokenizer (when it has one) and chat
 // template (the model's; kFallbackChatTemplate when it has none; a broken template is not fatal:
 // chat requests get chat_template_status).
 Result<ServedModel> load_served_model(const PluginRegistry& registry, const ModelLoadOptions& options);

@@ -292,7 +292,7 @@ int run_chat(const CommonOptions& common, const ChatCommandOptions& options) {
 void add_chat_command(CLI::App& app, const CommonOptions& common, int& exit_code) {
   auto options = std::make_shared<ChatCommandOptions>();
   CLI::App* cmd = app.add_subcommand("chat", "talk with a model in the terminal (one message per line when piped)");
-  cmd->add_option("--model", options->model_dir, "Hugging Face model directory")->required();
+  cmd->add_option("--model", options->model_dir, "Hugging Face model directory or GGUF file")->required();
   cmd->add_option("--system", options->system_prompt, "system prompt (default: the chat template's, if any)");
   cmd->add_option("--load", options->load_file, "start from a conversation written by /save");
   cmd->add_option("--chat-template", options->chat_template_file, "a Jinja chat template overriding the model's");

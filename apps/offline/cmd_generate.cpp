@@ -69,7 +69,7 @@ using app::token_ids_field;
 
 Result<std::vector<TokenId>> encode(const ParseContext& context, std::string_view text) {
   if (!context.tokenizer) {
-    return Status(ErrorCode::invalid_argument, "text prompts need a model directory with a tokenizer.json");
+    return Status(ErrorCode::invalid_argument, "text prompts need a model with a tokenizer (tokenizer.json, or a GGUF file's tokenizer.ggml.*)");
   }
   return context.tokenizer->encode(text, /*add_special_tokens=*/true);
 }
@@ -272,7 +272,7 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
 void add_generate_command(CLI::App& app, const CommonOptions& common, int& exit_code) {
   auto options = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand("generate", "generate for a file of prompts (JSONL or .txt), continuously batched");
-  cmd->add_option("--model", options->model_dir, "Hugging Face model directory")->required();
+  cmd->add_option("--model", options->model_dir, "Hugging Face model directory or GGUF file")->required();
   cmd->add_option("input", options->input, "input file: .jsonl, or .txt with one prompt per line (default: standard input, JSONL)");
   cmd->add_option("--format", options->format, "auto, jsonl or txt")->capture_default_str()->check(CLI::IsMember({"auto", "jsonl", "txt"}));
   cmd->add_option("--max-tokens", options->default_max_tokens, "default max_tokens per request")->capture_default_str();

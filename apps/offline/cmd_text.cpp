@@ -17,6 +17,7 @@
 #include "jsonl.hpp"
 #include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
+#include "model_text.hpp"
 #include "served_model.hpp"
 
 namespace llaisys::offline {
@@ -69,7 +70,7 @@ Result<bool> optional_bool(const json::object& o, std::string_view key, bool fal
 }
 
 Result<std::shared_ptr<const text::Tokenizer>> load_tokenizer(const TextOptions& options) {
-  auto tokenizer = text::Tokenizer::from_model_dir(options.model_dir);
+  auto tokenizer = app::load_tokenizer(options.model_dir);
   if (!tokenizer.ok()) fmt::print(stderr, "error: {}\n", tokenizer.status().message());
   return tokenizer;
 }
@@ -110,7 +111,7 @@ int run_render(const TextOptions& options) {
   if (!tokenizer.ok()) return 1;
   auto chat_template = [&]() -> Result<text::ChatTemplate> {
     if (!options.template_file.empty()) return text::ChatTemplate::from_file(options.template_file, options.model_dir);
-    auto from_model = text::ChatTemplate::from_model_dir(options.model_dir, options.template_name);
+    auto from_model = app::load_chat_template(options.model_dir, options.template_name);
     if (from_model.ok() || from_model.status().code() != ErrorCode::not_found || !options.template_name.empty()) {
       return from_model;
     }
@@ -144,7 +145,7 @@ int run_render(const TextOptions& options) {
 CLI::App* add_text_subcommand(CLI::App& app, const char* name, const char* description,
                               const std::shared_ptr<TextOptions>& options) {
   CLI::App* cmd = app.add_subcommand(name, description);
-  cmd->add_option("--model", options->model_dir, "model directory (tokenizer.json, tokenizer_config.json)")->required();
+  cmd->add_option("--model", options->model_dir, "model directory (tokenizer.json, tokenizer_config.json) or GGUF file")->required();
   cmd->add_option("input", options->input, "JSONL input file (default: standard input)");
   return cmd;
 }

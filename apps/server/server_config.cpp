@@ -242,7 +242,7 @@ constexpr ValueRange kPort{0, 65535}, kIoThreads{1, 256}, kModelThreads{0, 1024}
 void add_server_options(CLI::App& app, ServerConfig& c) {
   app.add_option("--host", c.host, "address to listen on")->capture_default_str();
   app.add_option("--port", c.port, "port (0: an ephemeral port)")->capture_default_str();
-  app.add_option("--model", c.model_args, "NAME=DIR or DIR (served under its directory name); repeatable");
+  app.add_option("--model", c.model_args, "NAME=PATH or PATH: a model directory or GGUF file (served under its file name); repeatable");
   app.add_option("--config", c.config_file, "TOML file with [server] and [[model]] tables");
   app.add_option("--api-key", c.api_keys, "required API key (repeatable; also env LLAISYS_API_KEY)");
   app.add_option("--threads", c.threads, "HTTP I/O threads")->capture_default_str()->check(CLI::Range(kIoThreads.lo, kIoThreads.hi));

@@ -78,10 +78,14 @@ Result<std::unique_ptr<Decoder>> Decoder::open(const ModelCreateParams& params, 
     ctx = std::move(cuda).value();
   }
   // A CUDA model reads the files once to upload them; a CPU model keeps them (mapped or in memory).
-  const WeightLoading loading = ctx->device().is_cpu() ? options.weights : WeightLoading::map;
+  // Quantizing on load reads each matrix once: mapping the files costs no private copy of them.
+  const WeightLoading loading = !ctx->device().is_cpu() ? WeightLoading::map
+                                : options.weights_dtype && options.weights == WeightLoading::automatic
+                                    ? WeightLoading::map
+                                    : options.weights;
   LLAISYS_ASSIGN_OR_RETURN(WeightStore opened, WeightStore::open(params.model_dir, loading));
   auto store = std::make_shared<const WeightStore>(std::move(opened));
-  auto weights = load_decoder_weights(*ctx, store, spec);
+  auto weights = load_decoder_weights(*ctx, store, spec, options.weights_dtype);
   if (!weights.ok()) return std::move(weights).take_status().with_context(params.model_dir.string());
   const ops::RopeFrequencies frequencies = make_rope_frequencies(spec.head_dim, spec.rope);
   LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<ops::Rope> rope, ctx->make_rope(frequencies, spec.max_context));

@@ -49,11 +49,19 @@ Result<DecoderOptions> parse_decoder_options(const ModelCreateParams& params) {
          return Status();
        }},
       {"weights", [&](const json::value& v) { return read_option_choice(v, "weights", {"auto", "mmap", "memory"}, weights); }},
+      {"weights_dtype",
+       [&](const json::value& v) -> Status {
+         cpu_only_option = true;
+         std::string name;
+         LLAISYS_RETURN_IF_ERROR(read_option_choice(v, "weights_dtype", {"q8_0", "q4_0"}, name));
+         options.weights_dtype = parse_dtype(name);
+         return Status();
+       }},
   };
   LLAISYS_RETURN_IF_ERROR(read_model_options(params.options_json, readers));
   options.weights = *parse_weight_loading(weights);
   if (cpu_only_option && !options.device.is_cpu()) {
-    return make_error(ErrorCode::invalid_argument, "options isa and matmul apply to the cpu device, not {}",
+    return make_error(ErrorCode::invalid_argument, "options isa, matmul and weights_dtype apply to the cpu device, not {}",
                       options.device.to_string());
   }
   return options;

@@ -13,6 +13,10 @@
 //               memory and the bytes attention reads; batch invariance holds within the setting
 //   "weights":  "auto" (default) | "mmap" | "memory"   how the safetensors files come into memory
 //               (WeightLoading, llaisys/model/safetensors.hpp); CUDA reads them once to upload
+//   "weights_dtype": "q8_0" | "q4_0"   CPU only: quantize the model's BF16/F16/F32 matrices (every
+//               linear layer, the embedding and the lm head) once at load, as llama.cpp's Q8_0 / Q4_0
+//               files hold them: about 1.9x / 3.6x fewer bytes than bf16 per decode step. Matrices
+//               already quantized (GGUF files) stay as they are. Default: the file's types
 
 #include <optional>
 #include <string>
@@ -28,6 +32,7 @@ struct DecoderOptions {
   std::string matmul = "f32";
   std::optional<DType> kv_dtype;
   WeightLoading weights = WeightLoading::automatic;
+  std::optional<DType> weights_dtype;  // quantize on load
 };
 
 Result<DecoderOptions> parse_decoder_options(const ModelCreateParams& params);

@@ -7,7 +7,8 @@ namespace {
 
 class Loader {
  public:
-  Loader(ops::DeviceContext& ctx, const std::shared_ptr<const WeightStore>& store) : ctx_(ctx), store_(store) {}
+  Loader(ops::DeviceContext& ctx, const std::shared_ptr<const WeightStore>& store, std::optional<DType> quantize_to)
+      : ctx_(ctx), store_(store), quantize_to_(quantize_to) {}
 
   static std::string name_of(const std::string& pattern, int32_t layer) {
     return fmt::format(fmt::runtime(pattern), layer);
@@ -21,7 +22,20 @@ class Loader {
   }
   Result<ops::Tensor> matrix(const std::string& pattern, int64_t rows, int64_t cols) const {
     LLAISYS_ASSIGN_OR_RETURN(TensorView view, find(pattern, 0, Shape{rows, cols}));
-    return ops::upload_matrix(ctx_, view, store_);
+    std::shared_ptr<const void> owner = store_;
+    LLAISYS_RETURN_IF_ERROR(maybe_quantize(view, owner));
+    return ops::upload_matrix(ctx_, view, std::move(owner));
+  }
+  // With quantize_to set, `view` becomes a quantized copy of itself (owned by `owners`) when its rows
+  // are whole blocks and it is not quantized already.
+  Status maybe_quantize(TensorView& view, std::shared_ptr<const void>& owner) const {
+    if (!quantize_to_ || is_quantized(view.dtype()) || view.dim(1) % dtype_block_elements(*quantize_to_) != 0) {
+      return Status();
+    }
+    LLAISYS_ASSIGN_OR_RETURN(ops::Tensor q, ops::quantize_matrix(ctx_, view, *quantize_to_));
+    view = q.view;
+    owner = q.owner;
+    return Status();
   }
   // One linear op: the fused tensor when `fused` names one, else the parts; biases when `bias`.
   Result<ops::LinearWeight> linear(int32_t layer, const std::string& fused, const std::string& fused_bias,
@@ -50,19 +64,28 @@ class Loader {
         ++bias_name;
       }
     }
-    return ops::prepare_linear(ctx_, matrices, biases, store_);
+    // Quantized copies own their memory: keep them all alive with the store.
+    auto owners = std::make_shared<std::vector<std::shared_ptr<const void>>>();
+    owners->push_back(store_);
+    for (TensorView& m : matrices) {
+      std::shared_ptr<const void> owner;
+      LLAISYS_RETURN_IF_ERROR(maybe_quantize(m, owner));
+      if (owner) owners->push_back(std::move(owner));
+    }
+    return ops::prepare_linear(ctx_, matrices, biases, std::move(owners));
   }
 
  private:
   ops::DeviceContext& ctx_;
   const std::shared_ptr<const WeightStore>& store_;
+  std::optional<DType> quantize_to_;
 };
 
 }  // namespace
 
 Result<DecoderWeights> load_decoder_weights(ops::DeviceContext& ctx, const std::shared_ptr<const WeightStore>& store,
-                                            const DecoderSpec& s) {
-  const Loader load(ctx, store);
+                                            const DecoderSpec& s, std::optional<DType> quantize_to) {
+  const Loader load(ctx, store, quantize_to);
   const TensorNames& n = s.names;
   const int64_t h = s.hidden_size;
   const int64_t q_dim = int64_t{s.num_heads} * s.head_dim;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "decoder_spec.hpp"
@@ -31,8 +32,10 @@ struct DecoderWeights {
   uint64_t bytes_per_decode_step = 0;  // matrices read for one token (lm head included, embedding not)
 };
 
-// `store` stays referenced by the tensors that point into its files (the CPU's).
+// `store` stays referenced by the tensors that point into its files (the CPU's). `quantize_to`: the
+// matrices (linear layers, embedding, lm head) that are not quantized already are quantized to it
+// once here (ops::quantize_matrix; CPU only), except those whose rows are not whole blocks.
 Result<DecoderWeights> load_decoder_weights(ops::DeviceContext& ctx, const std::shared_ptr<const WeightStore>& store,
-                                            const DecoderSpec& spec);
+                                            const DecoderSpec& spec, std::optional<DType> quantize_to = std::nullopt);
 
 }  // namespace llaisys::decoder

@@ -9,6 +9,7 @@
 
 #include "llaisys/core/log.hpp"
 #include "llaisys/core/host_memory.hpp"
+#include "llaisys/model/gguf_model.hpp"
 #include "llaisys/model/safetensors.hpp"
 #include "strict_json.hpp"
 
@@ -70,6 +71,12 @@ uint64_t file_bytes(const fs::path& path) {
 
 Result<WeightStore> WeightStore::open(const fs::path& model_dir, WeightLoading loading) {
   WeightStore store;
+  if (gguf::is_gguf_file(model_dir)) {
+    store.loading_ = resolve(loading, file_bytes(model_dir));
+    LLAISYS_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(model_dir, store.loading_));
+    LLAISYS_RETURN_IF_ERROR(store.add_gguf(std::move(file)));
+    return store;
+  }
   const fs::path single = model_dir / "model.safetensors";
   const fs::path index = model_dir / "model.safetensors.index.json";
   std::error_code ec;
@@ -153,10 +160,50 @@ Result<TensorView> WeightStore::find(std::string_view name) const {
   return it->second.view;
 }
 
+Status WeightStore::add_gguf(MappedFile file) {
+  const std::string source = file.path().string();
+  LLAISYS_ASSIGN_OR_RETURN(gguf::File parsed, gguf::File::parse(file.bytes(), source));
+  LLAISYS_ASSIGN_OR_RETURN(std::vector<gguf::HfTensor> tensors, gguf::hf_tensor_names(parsed, source));
+  for (const gguf::HfTensor& t : tensors) {
+    const gguf::TensorInfo& info = *t.tensor;
+    const std::optional<DType> dtype = gguf::dtype_of(info.type);
+    if (!dtype) {
+      return make_error(ErrorCode::unsupported,
+                        "{}: tensor '{}' is {}, which llaisys cannot compute with (F32, F16, BF16, Q8_0, Q4_0, Q4_K, "
+                        "Q5_K, Q6_K)",
+                        source, info.name, gguf::tensor_type_name(info.type).value_or("?"));
+    }
+    std::vector<int64_t> dims(info.dims.rbegin(), info.dims.rend());  // row-major, outermost first
+    std::span<const std::byte> bytes = parsed.data(info);
+    auto* data = const_cast<std::byte*>(bytes.data());
+    if (t.permute_heads > 0) {
+      const int64_t rows = dims.front();
+      if (rows % t.permute_heads != 0 || (rows / t.permute_heads) % 2 != 0) {
+        return make_error(ErrorCode::invalid_argument, "{}: tensor '{}' has {} rows, not {} heads of an even size",
+                          source, info.name, rows, t.permute_heads);
+      }
+      AlignedBuffer copy(bytes.size());
+      gguf::unpermute_rows(bytes.data(), static_cast<std::byte*>(copy.data()), rows,
+                           static_cast<int64_t>(bytes.size()) / rows, t.permute_heads);
+      data = static_cast<std::byte*>(copy.data());
+      realigned_.push_back(std::move(copy));
+    }
+    if (index_.contains(t.hf_name)) {
+      return make_error(ErrorCode::parse_error, "{}: two tensors map to '{}'", source, t.hf_name);
+    }
+    index_.emplace(t.hf_name, Location{.view = TensorView(data, *dtype, Shape(std::span<const int64_t>(dims))),
+                                       .file = files_.size()});
+    total_bytes_ += bytes.size();
+  }
+  files_.push_back(std::move(file));
+  return Status();
+}
+
 Result<TensorView> WeightStore::require(std::string_view name, const Shape& shape) const {
   LLAISYS_ASSIGN_OR_RETURN(TensorView view, find(name));
-  if (view.dtype() != DType::bf16 && view.dtype() != DType::f16 && view.dtype() != DType::f32) {
-    return make_error(ErrorCode::unsupported, "tensor '{}' has dtype {}; weights must be BF16, F16 or F32",
+  if (view.dtype() != DType::bf16 && view.dtype() != DType::f16 && view.dtype() != DType::f32 &&
+      !is_quantized(view.dtype())) {
+    return make_error(ErrorCode::unsupported, "tensor '{}' has dtype {}; weights must be BF16, F16, F32 or quantized",
                       name, to_string(view.dtype()));
   }
   if (!(view.shape() == shape)) {

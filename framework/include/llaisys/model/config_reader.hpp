@@ -34,7 +34,7 @@ class ConfigReader {
 
   // model_dir/config.json and, when it exists, model_dir/generation_config.json (strict JSON: a key
   // given twice is refused). not_found when config.json cannot be read, parse_error when it is not a
-  // JSON object.
+  // JSON object. When model_dir is a GGUF file: its metadata as config.json (gguf_model.hpp).
   static Result<ConfigReader> load(const std::filesystem::path& model_dir);
   // The same from texts; `source` names config.json in messages.
   static Result<ConfigReader> parse(std::string_view config_json,

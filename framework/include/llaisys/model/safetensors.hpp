@@ -111,7 +111,9 @@ class MappedFile {
 };
 
 // Every tensor of a Hugging Face model directory: `model.safetensors`, or else the shards named by
-// `model.safetensors.index.json` (its "weight_map" must list exactly the tensors each shard holds).
+// `model.safetensors.index.json` (its "weight_map" must list exactly the tensors each shard holds);
+// or of a GGUF file (`model_dir` is then the file), under their Hugging Face names with llama.cpp's
+// q/k row order undone (gguf_model.hpp; those tensors are copies).
 // Tensors are views into the files' bytes (read-only memory: never write through them); the store
 // must outlive them. A tensor whose bytes are not aligned to its element size is copied once into
 // aligned memory, in its own dtype.
@@ -127,8 +129,8 @@ class WeightStore {
   bool contains(std::string_view name) const;
   // The tensor `name`, or a `missing tensor` error.
   Result<TensorView> find(std::string_view name) const;
-  // The tensor `name` with exactly `shape` and a floating dtype (BF16, F16, F32): `missing tensor`
-  // or `wrong shape` errors otherwise.
+  // The tensor `name` with exactly `shape` and a floating or quantized dtype: `missing tensor` or
+  // `wrong shape` errors otherwise.
   Result<TensorView> require(std::string_view name, const Shape& shape) const;
 
   std::vector<std::string> names() const;  // sorted
@@ -150,6 +152,7 @@ class WeightStore {
   WeightLoading loading_ = WeightLoading::map;
 
   Status add_file(MappedFile file, const std::vector<std::string>* expected_names);
+  Status add_gguf(MappedFile file);
 };
 
 }  // namespace llaisys

@@ -1,0 +1,49 @@
+#include "model_text.hpp"
+
+#include "llaisys/model/gguf_model.hpp"
+#include "llaisys/model/safetensors.hpp"
+#include "llaisys/text/gguf_tokenizer.hpp"
+
+namespace llaisys::app {
+namespace fs = std::filesystem;
+
+namespace {
+
+// A GGUF file's bytes and index, kept together (the index points into the bytes).
+struct OpenedGguf {
+  MappedFile file;
+  gguf::File parsed;
+};
+
+Result<std::unique_ptr<OpenedGguf>> open_gguf(const fs::path& path) {
+  auto opened = std::make_unique<OpenedGguf>();
+  LLAISYS_ASSIGN_OR_RETURN(opened->file, MappedFile::open(path, WeightLoading::map));
+  LLAISYS_ASSIGN_OR_RETURN(opened->parsed, gguf::File::parse(opened->file.bytes(), path.string()));
+  return opened;
+}
+
+}  // namespace
+
+bool has_tokenizer(const fs::path& model) {
+  if (!gguf::is_gguf_file(model)) return fs::exists(model / "tokenizer.json");
+  auto opened = open_gguf(model);
+  return !opened.ok() || (*opened)->parsed.find("tokenizer.ggml.model") != nullptr;  // a broken file says why later
+}
+
+Result<std::shared_ptr<const text::Tokenizer>> load_tokenizer(const fs::path& model) {
+  if (!gguf::is_gguf_file(model)) return text::Tokenizer::from_model_dir(model);
+  LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<OpenedGguf> opened, open_gguf(model));
+  auto tokenizer = text::tokenizer_from_gguf(opened->parsed.metadata());
+  if (!tokenizer.ok()) return std::move(tokenizer).take_status().with_context(model.string());
+  return tokenizer;
+}
+
+Result<text::ChatTemplate> load_chat_template(const fs::path& model, std::string_view name) {
+  if (!gguf::is_gguf_file(model)) return text::ChatTemplate::from_model_dir(model, name);
+  LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<OpenedGguf> opened, open_gguf(model));
+  auto chat_template = text::chat_template_from_gguf(opened->parsed.metadata(), name);
+  if (!chat_template.ok()) return std::move(chat_template).take_status().with_context(model.string());
+  return chat_template;
+}
+
+}  // namespace llaisys::app
