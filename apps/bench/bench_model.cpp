@@ -10,6 +10,7 @@
 // measured one after the other and compared with the first in a table: decode tokens/s, the same
 // per unit of the copy bandwidth measured around each model's rounds, prefill, peak RSS / file.
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -268,7 +269,11 @@ int run_model_bench(const ModelBenchOptions& o) {
   }
   std::vector<ModelResult> results;
   for (const fs::path& model : *models) {
-    if (!results.empty()) fmt::print("\n");
+    if (!results.empty()) {
+      fmt::print("\n");
+      // What the previous model freed goes back to the system, so that this model's peak RSS is its own.
+      malloc_trim(0);
+    }
     auto result = bench_one(o, model);
     if (!result.ok()) {
       fmt::print(stderr, "error: {}: {}\n", model.string(), result.status().message());
