@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "app_log.hpp"
 #include "gguf_convert.hpp"
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     fmt::print(stderr, "llaisys-mkmodel: wrote {} ({} shape, seed {}, {}, {:.1f} MB{}) in {:.1f} s\n", out_dir,
                shape_name, seed, gguf_type, static_cast<double>(report->file_bytes) / 1e6,
-               report->fallbacks.empty() ? "" : fmt::format(", {} fallbacks", report->fallbacks.size()), seconds);
+               report->fallbacks.empty() ? "" : fmt::format("; fallbacks: {}", fmt::join(report->fallbacks, ", ")), seconds);
     return 0;
   }
   const llaisys::Status status =

@@ -1,10 +1,12 @@
 #include "gguf_convert.hpp"
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cpu/quant.hpp"
 #include "llaisys/model/gguf_model.hpp"
@@ -168,6 +170,7 @@ Result<ConvertReport> convert_to_gguf(const fs::path& hf_dir, const fs::path& ou
   }
 
   ConvertReport report;
+  std::map<std::string, int> fallbacks;  // format with the count left open -> count
   const bool tied = !store.contains("lm_head.weight");
   std::vector<float> values;
   std::vector<std::byte> bytes, permuted;
@@ -200,9 +203,9 @@ Result<ConvertReport> convert_to_gguf(const fs::path& hf_dir, const fs::path& ou
       }
       const gguf::TensorType fitted = fit(type_id, cols);
       if (fitted != type_id) {
-        report.fallbacks.push_back(fmt::format("{}: {} -> {} (rows of {})", *gguf_name,
-                                               *gguf::tensor_type_name(static_cast<uint32_t>(type_id)),
-                                               *gguf::tensor_type_name(static_cast<uint32_t>(fitted)), cols));
+        ++fallbacks[fmt::format("{} -> {} for {{}} tensors (rows of {})",
+                                *gguf::tensor_type_name(static_cast<uint32_t>(type_id)),
+                                *gguf::tensor_type_name(static_cast<uint32_t>(fitted)), cols)];
         type_id = fitted;
       }
     }
@@ -222,6 +225,7 @@ Result<ConvertReport> convert_to_gguf(const fs::path& hf_dir, const fs::path& ou
     LLAISYS_RETURN_IF_ERROR(w.add_tensor(*gguf_name, std::move(dims), static_cast<uint32_t>(type_id), bytes));
     ++report.tensors;
   }
+  for (const auto& [line, count] : fallbacks) report.fallbacks.push_back(fmt::format(fmt::runtime(line), count));
   const fs::path partial = fs::path(out_file.string() + ".partial");
   LLAISYS_RETURN_IF_ERROR(w.write(partial));
   std::error_code ec;

@@ -27,7 +27,8 @@ std::vector<std::string> gguf_type_names();
 struct ConvertReport {
   uint64_t file_bytes = 0;
   int64_t tensors = 0;
-  std::vector<std::string> fallbacks;  // "<tensor>: Q4_K -> Q4_0 (rows of 896)"
+  // Each fallback once, with how many tensors took it: "Q4_K -> Q4_0 for 120 tensors (rows of 896)".
+  std::vector<std::string> fallbacks;
 };
 
 // Writes `out_file` (via `out_file`.partial, renamed at the end) from the model directory `hf_dir`.
