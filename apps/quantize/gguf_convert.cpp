@@ -40,12 +40,19 @@ bool more_bits_layer(int64_t layer, int64_t layers) {
   return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
 }
 
-// The type for rows of `cols` elements: a K-quant falls back when the rows are not whole blocks.
+// The type for rows of `cols` elements: a K-quant whose rows are not whole 256-blocks falls back as
+// llama-quantize does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), then F16 if even that does not fit.
 gguf::TensorType fit(gguf::TensorType wanted, int64_t cols) {
-  const auto block = gguf::tensor_type_block(static_cast<uint32_t>(wanted));
-  if (block && cols % block->elements == 0) return wanted;
-  if (wanted == TT::Q4_K) return cols % 32 == 0 ? TT::Q4_0 : TT::F16;
-  return cols % 32 == 0 ? TT::Q8_0 : TT::F16;
+  const auto fits = [&](gguf::TensorType t) {
+    const auto block = gguf::tensor_type_block(static_cast<uint32_t>(t));
+    return block && cols % block->elements == 0;
+  };
+  if (fits(wanted)) return wanted;
+  gguf::TensorType fallback = TT::F16;
+  if (wanted == TT::Q4_K) fallback = TT::Q5_0;
+  if (wanted == TT::Q5_K) fallback = TT::Q5_1;
+  if (wanted == TT::Q6_K) fallback = TT::Q8_0;
+  return fits(fallback) ? fallback : TT::F16;
 }
 
 Result<json::object> read_config(const fs::path& hf_dir) {

@@ -9,8 +9,8 @@
 // Types: f32, f16, bf16, q8_0, q4_0, q6_k (every matrix), and llama.cpp's mixes q4_k_m / q5_k_m
 // (Q4_K / Q5_K, with Q6_K for the output head and for attn_v / ffn_down of the layers llama.cpp
 // gives more bits: the first and last eighth and every third in between). A K-quant needs rows of
-// a multiple of 256: a matrix whose rows are not falls back to the 32-block type of about as many
-// bits or more (Q4_K -> Q4_0, Q5_K / Q6_K -> Q8_0), and the tool says so.
+// a multiple of 256: a matrix whose rows are not falls back as llama-quantize does (Q4_K -> Q5_0,
+// Q5_K -> Q5_1, Q6_K -> Q8_0), and the tool says so.
 
 #include <cstdint>
 #include <filesystem>
@@ -27,7 +27,7 @@ std::vector<std::string> gguf_type_names();
 struct ConvertReport {
   uint64_t file_bytes = 0;
   int64_t tensors = 0;
-  // Each fallback once, with how many tensors took it: "Q4_K -> Q4_0 for 120 tensors (rows of 896)".
+  // Each fallback once, with how many tensors took it: "Q4_K -> Q5_0 for 120 tensors (rows of 896)".
   std::vector<std::string> fallbacks;
 };
 

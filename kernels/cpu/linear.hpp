@@ -26,7 +26,7 @@ namespace llaisys::cpu {
 // rows are whole blocks (cols a multiple of dtype_block_elements), dtype_bytes(dtype, cols) each.
 struct WeightMatrix {
   const void* data = nullptr;
-  DType dtype = DType::bf16;  // bf16, f16, f32, q8_0, q4_0, q4_k, q5_k or q6_k
+  DType dtype = DType::bf16;  // bf16, f16, f32 or a quantized type (quant.hpp)
   int64_t rows = 0;
   int64_t cols = 0;
 };

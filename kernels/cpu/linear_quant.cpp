@@ -291,6 +291,9 @@ void columns(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K, co
   switch (job.weight.dtype) {
     case DType::q8_0: return register_columns<DType::q8_0>(isa, x, x_stride, M, K, job, n_begin, n_end);
     case DType::q4_0: return register_columns<DType::q4_0>(isa, x, x_stride, M, K, job, n_begin, n_end);
+    case DType::q4_1: return register_columns<DType::q4_1>(isa, x, x_stride, M, K, job, n_begin, n_end);
+    case DType::q5_0: return register_columns<DType::q5_0>(isa, x, x_stride, M, K, job, n_begin, n_end);
+    case DType::q5_1: return register_columns<DType::q5_1>(isa, x, x_stride, M, K, job, n_begin, n_end);
     case DType::q4_k: return register_columns<DType::q4_k>(isa, x, x_stride, M, K, job, n_begin, n_end);
     case DType::q5_k: return register_columns<DType::q5_k>(isa, x, x_stride, M, K, job, n_begin, n_end);
     case DType::q6_k: return register_columns<DType::q6_k>(isa, x, x_stride, M, K, job, n_begin, n_end);

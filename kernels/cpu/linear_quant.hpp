@@ -1,11 +1,11 @@
 #pragma once
-// linear with quantized weights (quant.hpp's Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), used in place.
+// linear with quantized weights (quant.hpp's Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), used in place.
 //
 // Contract: the result is bit-identical to linear() on the f32 matrix that dequantize() makes of the
 // weights (same x, bias, accumulate), for every M, thread count and ISA path; so batch invariance
 // and the canonical order of linear.hpp carry over unchanged. Two ways to get there:
-//  - few rows of x (decode, small batches; up to 16 for Q8_0 / Q4_0 / Q4_K and 8 for Q5_K / Q6_K
-//    with AVX-512, 4 otherwise): kRegisterRows rows at a time, each weight block is decoded
+//  - few rows of x (decode, small batches; up to 16 for the 32-element types and Q4_K, 8 for Q5_K /
+//    Q6_K with AVX-512, 4 otherwise): kRegisterRows rows at a time, each weight block is decoded
 //    (AVX-512: in registers, quant_avx512.hpp; AVX2 and scalar: 256 elements at a time into a
 //    buffer) and multiplied into every row's 16 accumulators in k order, several weight rows
 //    interleaved. The weights are read at their packed size, once per kRegisterRows rows.

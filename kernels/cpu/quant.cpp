@@ -53,6 +53,9 @@ BlocksFn blocks_fn(Isa isa, DType dtype) {
   switch (dtype) {
     case DType::q8_0: return blocks_for<DType::q8_0>(isa);
     case DType::q4_0: return blocks_for<DType::q4_0>(isa);
+    case DType::q4_1: return blocks_for<DType::q4_1>(isa);
+    case DType::q5_0: return blocks_for<DType::q5_0>(isa);
+    case DType::q5_1: return blocks_for<DType::q5_1>(isa);
     case DType::q4_k: return blocks_for<DType::q4_k>(isa);
     case DType::q5_k: return blocks_for<DType::q5_k>(isa);
     case DType::q6_k: return blocks_for<DType::q6_k>(isa);

@@ -5,9 +5,15 @@
 //   Q8_0  32 elements,  34 bytes: d; int8 qs[32].                  y[j] = qs[j] * d
 //   Q4_0  32 elements,  18 bytes: d; uint8 qs[16].                 y[j] = ((qs[j] & 15) - 8) * d,
 //                                                                  y[j + 16] = ((qs[j] >> 4) - 8) * d
+//   Q4_1  32 elements,  20 bytes: d; m; uint8 qs[16].              y[j] = (qs[j] & 15) * d + m,
+//                                                                  y[j + 16] = (qs[j] >> 4) * d + m
+//   Q5_0  32 elements,  22 bytes: d; uint8 qh[4]; uint8 qs[16].    y[j] = (q[j] - 16) * d
+//   Q5_1  32 elements,  24 bytes: d; m; uint8 qh[4]; uint8 qs[16]. y[j] = q[j] * d + m
 //   Q4_K 256 elements, 144 bytes: d; dmin; uint8 scales[12]; uint8 qs[128]
 //   Q5_K 256 elements, 176 bytes: d; dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]
 //   Q6_K 256 elements, 210 bytes: uint8 ql[128]; uint8 qh[64]; int8 scales[16]; d
+// Q5_0 / Q5_1: qh is a 32-bit little-endian mask, q[j] = (qs[j] & 15) + 16 * bit j of qh and
+// q[j + 16] = (qs[j] >> 4) + 16 * bit j + 16 of qh. Q4_1 / Q5_1 round the product to f32, then the sum.
 // Q4_K / Q5_K: eight sub-blocks of 32 with a 6-bit scale sc[j] and min m[j] each, packed in
 // scales[12]: for j < 4, sc = scales[j] & 63, m = scales[j + 4] & 63; for j >= 4,
 // sc = (scales[j + 4] & 15) | (scales[j - 4] >> 6) << 4, m = (scales[j + 4] >> 4) | (scales[j] >> 6) << 4.
@@ -30,17 +36,19 @@
 
 namespace llaisys::cpu {
 
-// out[0, count) = the values of `count` elements at src; dtype is q8_0, q4_0, q4_k, q5_k, q6_k, f16,
-// bf16 or f32, and count a whole number of blocks. Uses the best ISA of this CPU (same bits on all).
+// out[0, count) = the values of `count` elements at src; dtype is a quantized type above, f16, bf16
+// or f32, and count a whole number of blocks. Uses the best ISA of this CPU (same bits on all).
 void dequantize(DType dtype, const void* src, int64_t count, float* out);
 // The same on a given ISA path (supported by this CPU): linear's panels, embedding rows, tests.
 void dequantize(Isa isa, DType dtype, const void* src, int64_t count, float* out);
 
 // Encodes `count` values (a whole number of blocks) into dst (dtype_bytes(dtype, count) bytes).
-//  - q8_0, q4_0: ggml's reference quantizers (quantize_row_q8_0_ref, quantize_row_q4_0_ref): the
-//    bytes llama-quantize writes without an importance matrix (checked against tiny-llama-gguf).
-//    |error| <= d / 2 per element (plus d's f16 rounding), except Q4_0's one-sided range: a value of
-//    the sign opposite the largest magnitude's, within 1/16 of it, is off by up to d.
+//  - q8_0, q4_0, q4_1, q5_0, q5_1: ggml's reference quantizers (quantize_row_q8_0_ref, ..._q4_0_ref,
+//    ..._q4_1_ref, ..._q5_0_ref, ..._q5_1_ref): the bytes llama-quantize writes without an importance
+//    matrix (Q8_0 / Q4_0 checked against tiny-llama-gguf; the others against hand-computed blocks).
+//    |error| <= d / 2 per element (plus the f16 rounding of d and m), except the one-sided ranges of
+//    Q4_0 / Q5_0: a value of the sign opposite the largest magnitude's, within 1/16 (1/32) of it,
+//    is off by up to d. Q4_1 / Q5_1 span [min, max] of the block: d = (max - min) / 15 (31), m = min.
 //  - q4_k, q5_k: min/max, not ggml's search (make_qkx2_quants). Per sub-block of 32 the range
 //    [min(0, lo), hi] of its values; the f16 d / dmin and the 6-bit scales and mins are rounded up
 //    (the levels cover the range), then each value takes the nearest level of the decoded scale and

@@ -4,9 +4,9 @@
 // Decoder<D> decodes a block in steps: prepare(block, state) once (the scales), then step<S>(block,
 // state, sink) for S = 0 .. kSteps - 1, each calling sink(v, w) for the next vectors v in order, w
 // holding the block's elements 16 v .. 16 v + 15 (so a sink that multiply-adds them keeps the
-// canonical order over k; a caller may interleave the steps of several blocks). The
-// 4-bit and 5-bit types go through small tables: per (sub-)block, the 16 or 32 values a quant can
-// decode to are computed once with the scalar formula's operations (d1 * q - m1, (q - 8) * d), and
+// canonical order over k; a caller may interleave the steps of several blocks). The 4-bit and 5-bit
+// types go through small tables: per (sub-)block, the 16 or 32 values a quant can decode to are
+// computed once with the scalar formula's operations (d1 * q - m1, (q - 8) * d, q * d + m, ...), and
 // each element is a table lookup (vpermps / vpermt2ps), which leaves every value's bits as they are.
 // Internal to kernels/cpu (linear_quant.cpp, quant.cpp).
 
@@ -43,7 +43,7 @@ LLAISYS_INLINE_AVX512 __m512i widen16(const uint8_t* p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// ---- Q8_0, Q4_0: one step of two vectors ---------------------------------------------------------
+// ---- Q8_0, Q4_0, Q4_1: one step of two vectors ----------------------------------------------------
 
 struct NoState {};
 
@@ -75,6 +75,70 @@ struct Decoder<DType::q4_0> {
     const __m512i q = widen16(block + 2);
     sink(0, _mm512_permutexvar_ps(q, table));  // vpermps reads the index's low 4 bits: the low nibble
     sink(1, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table));
+  }
+};
+
+template <>
+struct Decoder<DType::q4_1> {
+  using State = NoState;
+  static constexpr int kSteps = 1;
+  LLAISYS_INLINE_AVX512 static void prepare(const uint8_t*, State&) {}
+  template <int S, class Sink>
+  LLAISYS_INLINE_AVX512 static void step(const uint8_t* block, const State&, Sink& sink) {
+    const __m512 d = broadcast_half(block), m = broadcast_half(block + 2);
+    const __m512 table = _mm512_add_ps(_mm512_mul_ps(iota(0.0f), d), m);  // q * d + m, q = 0..15
+    const __m512i q = widen16(block + 4);
+    sink(0, _mm512_permutexvar_ps(q, table));
+    sink(1, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table));
+  }
+};
+
+// ---- Q5_0, Q5_1: one step of two vectors, 32-entry tables ----------------------------------------
+
+// The 5-bit index of vpermt2ps: bits 0-3 from `nibble`, bit 4 from `high` (0xCA: select by mask).
+LLAISYS_INLINE_AVX512 __m512i index5(__m512i nibble, __m512i high) {
+  return _mm512_ternarylogic_epi32(_mm512_set1_epi32(0x10), high, nibble, 0xCA);
+}
+
+// Elements 0..15 and 16..31 of a Q5_0 / Q5_1 block (qs: its 16 nibble bytes, qh: its 32-bit mask)
+// as indices 0..31 into the two 16-entry tables of its values (lo: q = 0..15, hi: q = 16..31).
+template <class Sink>
+LLAISYS_INLINE_AVX512 void q5_decode(const uint8_t* qs, const uint8_t* qh, __m512 lo, __m512 hi, Sink& sink) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof(bits));
+  const __m512i mask = _mm512_set1_epi32(static_cast<int>(bits));
+  // Rotating lane j right by j - 4 (mod 32) brings bit j to bit 4, by j + 12 bit j + 16.
+  const __m512i low_bits =
+      _mm512_rorv_epi32(mask, _mm512_setr_epi32(28, 29, 30, 31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m512i high_bits =
+      _mm512_rorv_epi32(mask, _mm512_setr_epi32(12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27));
+  const __m512i q = widen16(qs);
+  sink(0, _mm512_permutex2var_ps(lo, index5(q, low_bits), hi));
+  sink(1, _mm512_permutex2var_ps(lo, index5(_mm512_srli_epi32(q, 4), high_bits), hi));
+}
+
+template <>
+struct Decoder<DType::q5_0> {
+  using State = NoState;
+  static constexpr int kSteps = 1;
+  LLAISYS_INLINE_AVX512 static void prepare(const uint8_t*, State&) {}
+  template <int S, class Sink>
+  LLAISYS_INLINE_AVX512 static void step(const uint8_t* block, const State&, Sink& sink) {
+    const __m512 d = broadcast_half(block);  // (q - 16) * d
+    q5_decode(block + 6, block + 2, _mm512_mul_ps(iota(-16.0f), d), _mm512_mul_ps(iota(0.0f), d), sink);
+  }
+};
+
+template <>
+struct Decoder<DType::q5_1> {
+  using State = NoState;
+  static constexpr int kSteps = 1;
+  LLAISYS_INLINE_AVX512 static void prepare(const uint8_t*, State&) {}
+  template <int S, class Sink>
+  LLAISYS_INLINE_AVX512 static void step(const uint8_t* block, const State&, Sink& sink) {
+    const __m512 d = broadcast_half(block), m = broadcast_half(block + 2);  // q * d + m
+    q5_decode(block + 8, block + 4, _mm512_add_ps(_mm512_mul_ps(iota(0.0f), d), m),
+              _mm512_add_ps(_mm512_mul_ps(iota(16.0f), d), m), sink);
   }
 };
 
@@ -133,11 +197,6 @@ LLAISYS_INLINE_AVX512 __m512i bit_to_4(__m512i v) {
   if constexpr (U < 4) return _mm512_slli_epi32(v, 4 - U);
   else if constexpr (U == 4) return v;
   else return _mm512_srli_epi32(v, U - 4);
-}
-
-// The 5-bit index of vpermt2ps: bits 0-3 from `nibble`, bit 4 from `high` (0xCA: select by mask).
-LLAISYS_INLINE_AVX512 __m512i index5(__m512i nibble, __m512i high) {
-  return _mm512_ternarylogic_epi32(_mm512_set1_epi32(0x10), high, nibble, 0xCA);
 }
 
 template <>

@@ -45,6 +45,50 @@ LLAISYS_ALWAYS_INLINE void decode_q4_0(const uint8_t* __restrict block, float* _
   for (int j = 0; j < 16; ++j) out[j + 16] = static_cast<float>((qs[j] >> 4) - 8) * d;
 }
 
+// Q4_1: 20 bytes -> 32 floats, q * d + m (the product rounded, then the sum).
+LLAISYS_ALWAYS_INLINE void decode_q4_1(const uint8_t* __restrict block, float* __restrict out) {
+  const float d = load_half(block);
+  const float m = load_half(block + 2);
+  const uint8_t* qs = block + 4;
+  for (int j = 0; j < 16; ++j) out[j] = static_cast<float>(qs[j] & 0xF) * d + m;
+  for (int j = 0; j < 16; ++j) out[j + 16] = static_cast<float>(qs[j] >> 4) * d + m;
+}
+
+// The 32-bit little-endian mask of a Q5_0 / Q5_1 block: bit j is bit 4 of element j.
+LLAISYS_ALWAYS_INLINE uint32_t load_high_bits(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+
+// Q5_0: 22 bytes -> 32 floats, (q - 16) * d.
+LLAISYS_ALWAYS_INLINE void decode_q5_0(const uint8_t* __restrict block, float* __restrict out) {
+  const float d = load_half(block);
+  const uint32_t qh = load_high_bits(block + 2);
+  const uint8_t* qs = block + 6;
+  for (int j = 0; j < 16; ++j) {
+    const int q = static_cast<int>((qs[j] & 0xFu) | ((qh >> j) & 1u) << 4);
+    out[j] = static_cast<float>(q - 16) * d;
+  }
+  for (int j = 0; j < 16; ++j) {
+    const int q = static_cast<int>((qs[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4);
+    out[j + 16] = static_cast<float>(q - 16) * d;
+  }
+}
+
+// Q5_1: 24 bytes -> 32 floats, q * d + m.
+LLAISYS_ALWAYS_INLINE void decode_q5_1(const uint8_t* __restrict block, float* __restrict out) {
+  const float d = load_half(block);
+  const float m = load_half(block + 2);
+  const uint32_t qh = load_high_bits(block + 4);
+  const uint8_t* qs = block + 8;
+  for (int j = 0; j < 16; ++j) {
+    out[j] = static_cast<float>((qs[j] & 0xFu) | ((qh >> j) & 1u) << 4) * d + m;
+  }
+  for (int j = 0; j < 16; ++j) {
+    out[j + 16] = static_cast<float>((qs[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4) * d + m;
+  }
+}
+
 // Q4_K: 144 bytes -> 256 floats.
 LLAISYS_ALWAYS_INLINE void decode_q4_k(const uint8_t* __restrict block, float* __restrict out) {
   const float d = load_half(block);
@@ -117,6 +161,9 @@ template <DType D>
 LLAISYS_ALWAYS_INLINE void decode(const uint8_t* __restrict block, float* __restrict out) {
   if constexpr (D == DType::q8_0) decode_q8_0(block, out);
   else if constexpr (D == DType::q4_0) decode_q4_0(block, out);
+  else if constexpr (D == DType::q4_1) decode_q4_1(block, out);
+  else if constexpr (D == DType::q5_0) decode_q5_0(block, out);
+  else if constexpr (D == DType::q5_1) decode_q5_1(block, out);
   else if constexpr (D == DType::q4_k) decode_q4_k(block, out);
   else if constexpr (D == DType::q5_k) decode_q5_k(block, out);
   else decode_q6_k(block, out);

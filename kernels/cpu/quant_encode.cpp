@@ -1,8 +1,10 @@
-// quantize(): ggml's reference quantizers for Q8_0 and Q4_0, simple range-covering ones for the
-// K types (quant.hpp states what each guarantees).
+// quantize(): ggml's reference quantizers for Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1, simple range-covering
+// ones for the K types (quant.hpp states what each guarantees).
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -73,6 +75,80 @@ void quantize_q4_0(const float* x, uint8_t* block) {
     const int q1 = std::min(15, static_cast<int>(x[j + 16] * id + 8.5f));
     block[2 + j] = static_cast<uint8_t>(q0 | (q1 << 4));
   }
+}
+
+// ggml's (int8_t) / (uint8_t) casts of a float, as x86 compiles them: truncation to int32
+// (cvttss2si, which gives INT32_MIN for NaN and out-of-range values: only reached with a subnormal or
+// overflowing scale), then the low byte. In range it is plain truncation on every target.
+int8_t truncate_to_int8(float value) {
+  const int32_t i = value >= -0x1p31f && value < 0x1p31f ? static_cast<int32_t>(value) : INT32_MIN;
+  return static_cast<int8_t>(i);
+}
+uint8_t truncate_to_uint8(float value) { return static_cast<uint8_t>(truncate_to_int8(value)); }
+
+// The block's min and max (ggml's loop: FLT_MAX / -FLT_MAX at first).
+void min_max(const float* x, float& min, float& max) {
+  min = FLT_MAX;
+  max = -FLT_MAX;
+  for (int j = 0; j < 32; ++j) {
+    if (x[j] < min) min = x[j];
+    if (x[j] > max) max = x[j];
+  }
+}
+
+void quantize_q4_1(const float* x, uint8_t* block) {
+  float min = 0.0f, max = 0.0f;
+  min_max(x, min, max);
+  const float d = (max - min) / 15.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_half(block, d);
+  store_half(block + 2, min);
+  auto level = [&](float v) {
+    return static_cast<uint8_t>(std::min(15, static_cast<int>(truncate_to_int8((v - min) * id + 0.5f))));
+  };
+  for (int j = 0; j < 16; ++j) block[4 + j] = static_cast<uint8_t>(level(x[j]) | (level(x[j + 16]) << 4));
+}
+
+// Q5_0 / Q5_1: the 5-bit levels q[32] into the nibbles qs[16] and the 32-bit mask qh (little-endian).
+void pack_5bit(const uint8_t q[32], uint8_t* qh, uint8_t* qs) {
+  uint32_t high = 0;
+  for (int j = 0; j < 16; ++j) {
+    qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + 16] & 0x0F) << 4));
+    high |= static_cast<uint32_t>((q[j] & 0x10u) >> 4) << j;
+    high |= static_cast<uint32_t>((q[j + 16] & 0x10u) >> 4) << (j + 16);
+  }
+  for (int b = 0; b < 4; ++b) qh[b] = static_cast<uint8_t>(high >> (8 * b));
+}
+
+void quantize_q5_0(const float* x, uint8_t* block) {
+  float amax = 0.0f, max = 0.0f;  // the value of largest magnitude, with its sign
+  for (int j = 0; j < 32; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -16.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_half(block, d);
+  uint8_t q[32];
+  // x * id is in [-16, 16]; + 16.5 and truncation round it to 0..32, and 32 becomes 31.
+  for (int j = 0; j < 32; ++j) {
+    q[j] = static_cast<uint8_t>(std::min(31, static_cast<int>(truncate_to_int8(x[j] * id + 16.5f))));
+  }
+  pack_5bit(q, block + 2, block + 6);
+}
+
+void quantize_q5_1(const float* x, uint8_t* block) {
+  float min = 0.0f, max = 0.0f;
+  min_max(x, min, max);
+  const float d = (max - min) / 31.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_half(block, d);
+  store_half(block + 2, min);
+  uint8_t q[32];
+  for (int j = 0; j < 32; ++j) q[j] = truncate_to_uint8((x[j] - min) * id + 0.5f);  // no clamp, as ggml
+  pack_5bit(q, block + 4, block + 8);
 }
 
 // ---- Q4_K, Q5_K: sub-blocks of 32 with a 6-bit scale and min ------------------------------------
@@ -188,6 +264,9 @@ QuantizeBlock block_quantizer(DType dtype) {
   switch (dtype) {
     case DType::q8_0: return &quantize_q8_0;
     case DType::q4_0: return &quantize_q4_0;
+    case DType::q4_1: return &quantize_q4_1;
+    case DType::q5_0: return &quantize_q5_0;
+    case DType::q5_1: return &quantize_q5_1;
     case DType::q4_k: return &quantize_q4_k;
     case DType::q5_k: return &quantize_q5_k;
     case DType::q6_k: return &quantize_q6_k;

@@ -17,7 +17,8 @@ Status check_host_matrix(const TensorView& host) {
   }
   if (!is_float(host.dtype()) && !is_quantized(host.dtype())) {
     return make_error(ErrorCode::unsupported,
-                      "weights: dtype {} cannot be read by the kernels (BF16, F16, F32, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)",
+                      "weights: dtype {} cannot be read by the kernels (BF16, F16, F32, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
+                      "Q4_K, Q5_K, Q6_K)",
                       to_string(host.dtype()));
   }
   if (host.dim(1) % dtype_block_elements(host.dtype()) != 0) {

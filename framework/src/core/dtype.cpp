@@ -15,6 +15,9 @@ std::string_view to_string(DType dtype) noexcept {
     case DType::q4_k: return "q4_k";
     case DType::q5_k: return "q5_k";
     case DType::q6_k: return "q6_k";
+    case DType::q4_1: return "q4_1";
+    case DType::q5_0: return "q5_0";
+    case DType::q5_1: return "q5_1";
   }
   return "unknown";
 }
@@ -31,6 +34,9 @@ std::optional<DType> parse_dtype(std::string_view name) noexcept {
   if (name == "q4_k" || name == "Q4_K") return DType::q4_k;
   if (name == "q5_k" || name == "Q5_K") return DType::q5_k;
   if (name == "q6_k" || name == "Q6_K") return DType::q6_k;
+  if (name == "q4_1" || name == "Q4_1") return DType::q4_1;
+  if (name == "q5_0" || name == "Q5_0") return DType::q5_0;
+  if (name == "q5_1" || name == "Q5_1") return DType::q5_1;
   return std::nullopt;
 }
 

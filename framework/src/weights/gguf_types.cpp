@@ -130,6 +130,9 @@ std::optional<DType> dtype_of(uint32_t id) noexcept {
     case TensorType::Q4_K: return DType::q4_k;
     case TensorType::Q5_K: return DType::q5_k;
     case TensorType::Q6_K: return DType::q6_k;
+    case TensorType::Q4_1: return DType::q4_1;
+    case TensorType::Q5_0: return DType::q5_0;
+    case TensorType::Q5_1: return DType::q5_1;
     default: return std::nullopt;
   }
 }
@@ -144,6 +147,9 @@ std::optional<TensorType> tensor_type_of(DType dtype) noexcept {
     case DType::q4_k: return TensorType::Q4_K;
     case DType::q5_k: return TensorType::Q5_K;
     case DType::q6_k: return TensorType::Q6_K;
+    case DType::q4_1: return TensorType::Q4_1;
+    case DType::q5_0: return TensorType::Q5_0;
+    case DType::q5_1: return TensorType::Q5_1;
     default: return std::nullopt;
   }
 }

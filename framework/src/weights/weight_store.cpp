@@ -169,8 +169,8 @@ Status WeightStore::add_gguf(MappedFile file) {
     const std::optional<DType> dtype = gguf::dtype_of(info.type);
     if (!dtype) {
       return make_error(ErrorCode::unsupported,
-                        "{}: tensor '{}' is {}, which llaisys cannot compute with (F32, F16, BF16, Q8_0, Q4_0, Q4_K, "
-                        "Q5_K, Q6_K)",
+                        "{}: tensor '{}' is {}, which llaisys cannot compute with (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
+                        "Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)",
                         source, info.name, gguf::tensor_type_name(info.type).value_or("?"));
     }
     std::vector<int64_t> dims(info.dims.rbegin(), info.dims.rend());  // row-major, outermost first

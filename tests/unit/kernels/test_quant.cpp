@@ -22,7 +22,8 @@ using namespace llaisys::test;
 
 namespace {
 
-constexpr DType kQuantTypes[] = {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k};
+constexpr DType kQuantTypes[] = {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k,
+                                 DType::q6_k, DType::q4_1, DType::q5_0, DType::q5_1};
 
 float half_at(const uint8_t* p) { return f16_to_f32(static_cast<f16_t>(p[0] | (p[1] << 8))); }
 
@@ -56,6 +57,19 @@ float reference_value(DType dtype, const uint8_t* b, int e) {
       const int q = e < 16 ? b[2 + e] % 16 : b[2 + e - 16] / 16;
       return static_cast<float>(q - 8) * half_at(b);
     }
+    case DType::q4_1: {
+      const int q = e < 16 ? b[4 + e] % 16 : b[4 + e - 16] / 16;
+      return static_cast<float>(q) * half_at(b) + half_at(b + 2);
+    }
+    case DType::q5_0:
+    case DType::q5_1: {
+      // qh: 4 bytes, element e's fifth bit is bit e % 8 of byte e / 8.
+      const int qh = dtype == DType::q5_0 ? 2 : 4, qs = qh + 4;
+      const int low = e < 16 ? b[qs + e] % 16 : b[qs + e - 16] / 16;
+      const int q = low + 16 * ((b[qh + e / 8] >> (e % 8)) & 1);
+      if (dtype == DType::q5_0) return static_cast<float>(q - 16) * half_at(b);
+      return static_cast<float>(q) * half_at(b) + half_at(b + 2);
+    }
     case DType::q4_k:
     case DType::q5_k: {
       const int chunk = e / 64, within = e % 64, l = within % 32, j = 2 * chunk + within / 32;
@@ -80,7 +94,7 @@ float reference_value(DType dtype, const uint8_t* b, int e) {
 
 // Where each type keeps its f16 fields.
 std::vector<int> half_fields(DType dtype) {
-  if (dtype == DType::q4_k || dtype == DType::q5_k) return {0, 2};
+  if (dtype == DType::q4_k || dtype == DType::q5_k || dtype == DType::q4_1 || dtype == DType::q5_1) return {0, 2};
   if (dtype == DType::q6_k) return {208};
   return {0};
 }
@@ -172,6 +186,41 @@ TEST_CASE("dequantize of Q6_K takes signed scales, Q8_0 and Q4_0 the extreme qua
   check_against_reference(DType::q8_0, q8);
   check_against_reference(DType::q4_0, q4);
   CHECK(dequantized(Isa::scalar, DType::q8_0, q8)[0] == -128.0f * half_at(q8.data()));
+}
+
+TEST_CASE("dequantize of Q5_0 / Q5_1 takes the fifth bit at every position, Q4_1 every nibble", "[kernels][quant]") {
+  // Block 2 p: only bit p of qh set; block 2 p + 1: all bits but p. Negative d in every third block,
+  // negative m in every other; the nibbles run through 0..15 at every position.
+  for (DType dtype : {DType::q5_0, DType::q5_1}) {
+    const int qh = dtype == DType::q5_0 ? 2 : 4, qs = qh + 4;
+    std::vector<uint8_t> blocks = random_blocks(dtype, 64, 41);
+    const auto bytes = static_cast<std::size_t>(dtype_block_bytes(dtype));
+    for (int v = 0; v < 64; ++v) {
+      uint8_t* block = &blocks[static_cast<std::size_t>(v) * bytes];
+      const uint32_t mask = v % 2 == 0 ? 1u << (v / 2) : ~(1u << (v / 2));
+      for (int b = 0; b < 4; ++b) block[qh + b] = static_cast<uint8_t>(mask >> (8 * b));
+      for (int j = 0; j < 16; ++j) block[qs + j] = static_cast<uint8_t>((j + v) % 16 + 16 * ((15 - j + v) % 16));
+      put_half(block, v % 3 == 0 ? -0.03f : 0.02f);
+      if (dtype == DType::q5_1) put_half(block + 2, v % 2 == 0 ? -0.25f : 0.125f);
+    }
+    check_against_reference(dtype, blocks);
+    // The bit alone, written out: element p of block 2 p is (16 + nibble) levels up.
+    for (int p = 0; p < 32; ++p) {
+      const uint8_t* block = &blocks[static_cast<std::size_t>(2 * p) * bytes];
+      const int nibble = p < 16 ? (p + 2 * p) % 16 : (15 - (p - 16) + 2 * p) % 16;
+      const float d = half_at(block), m = dtype == DType::q5_1 ? half_at(block + 2) : 0.0f;
+      const float want =
+          dtype == DType::q5_0 ? static_cast<float>(nibble) * d : static_cast<float>(16 + nibble) * d + m;
+      CHECK(dequantized(Isa::scalar, dtype, blocks)[static_cast<std::size_t>(64 * p + p)] == want);
+    }
+  }
+  std::vector<uint8_t> q41 = random_blocks(DType::q4_1, 4, 42);
+  std::memset(&q41[4], 0x00, 16);    // every quant 0: m
+  std::memset(&q41[24], 0xFF, 16);   // every quant 15
+  put_half(&q41[40], -0.5f);         // negative d and m
+  put_half(&q41[42], -3.0f);
+  check_against_reference(DType::q4_1, q41);
+  CHECK(dequantized(Isa::scalar, DType::q4_1, q41)[0] == half_at(&q41[2]));
 }
 
 TEST_CASE("dequantize refuses what it cannot decode", "[kernels][quant]") {
@@ -317,7 +366,7 @@ QuantMatrix quant_matrix(DType dtype, int64_t rows, int64_t cols, uint32_t seed)
 TEST_CASE("linear with quantized weights equals linear on their dequantization, bit for bit", "[kernels][quant]") {
   // One region with every type: output widths that no tile size divides, biases on some, some
   // accumulating into a residual.
-  const int64_t widths[] = {37, 70, 19, 45, 3};
+  const int64_t widths[] = {37, 70, 19, 45, 3, 29, 52, 11};
   for (int64_t k : {256, 512, 768}) {
     std::vector<QuantMatrix> matrices;
     for (std::size_t t = 0; t < std::size(kQuantTypes); ++t) {

@@ -144,6 +144,35 @@ TEST_CASE("ops: quantized matrices are read in place on the CPU, as their dequan
   CHECK_THAT(partial.message(), Catch::Contains("whole 32-element blocks"));
 }
 
+TEST_CASE("ops: Q4_1, Q5_0 and Q5_1 matrices are read in place too, as their dequantization", "[ops]") {
+  auto ctx = cpu_context();
+  const int64_t m = 2, k = 96, n = 7;
+  const DType dtypes[] = {DType::q4_1, DType::q5_0, DType::q5_1};
+  std::vector<std::vector<uint8_t>> blocks;
+  std::vector<std::vector<float>> dense;
+  std::vector<TensorView> quantized, dense_views;
+  for (std::size_t i = 0; i < std::size(dtypes); ++i) {
+    const std::vector<float> values = random_values(n * k, static_cast<uint32_t>(31 + i), 0.1f);
+    blocks.emplace_back(static_cast<std::size_t>(dtype_bytes(dtypes[i], n * k)));
+    dense.emplace_back(values.size());
+    cpu::quantize(dtypes[i], values.data(), n * k, blocks.back().data());
+    cpu::dequantize(dtypes[i], blocks.back().data(), n * k, dense.back().data());
+  }
+  for (std::size_t i = 0; i < std::size(dtypes); ++i) {
+    quantized.emplace_back(blocks[i].data(), dtypes[i], Shape{n, k});
+    dense_views.push_back(rows(dense[i], n, k));
+  }
+  auto wq = ops::prepare_linear(*ctx, quantized, {}, nullptr);
+  auto wd = ops::prepare_linear(*ctx, dense_views, {}, nullptr);
+  REQUIRE(wq.ok());
+  REQUIRE(wd.ok());
+  CHECK(wq->parts[1].view.data() == blocks[1].data());  // in place
+  std::vector<float> x = random_values(m * k, 35), yq(m * 3 * n), yd(yq.size());
+  REQUIRE(ops::linear(*ctx, rows(x, m, k), *wq, rows(yq, m, 3 * n)).ok());
+  REQUIRE(ops::linear(*ctx, rows(x, m, k), *wd, rows(yd, m, 3 * n)).ok());
+  CHECK(std::memcmp(yq.data(), yd.data(), yq.size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("ops: rms_norm by rows and per head, with Gemma's (1 + w)", "[ops]") {
   auto ctx = cpu_context();
   const int64_t t = 3, heads = 4, d = 16;
@@ -248,19 +277,20 @@ TEST_CASE("ops: a pass through embedding, rope_write_kv and windowed, soft-cappe
   std::vector<float> x(static_cast<std::size_t>(t * hidden));
   REQUIRE(ops::embedding(*ctx, **pass, *embed, rows(x, t, hidden)).ok());
   CHECK(std::memcmp(x.data() + hidden, table.data() + 4 * hidden, hidden * sizeof(float)) == 0);
-  {
+  for (DType dtype : {DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1}) {
     // A quantized table: each row as dequantize() gives it.
     const int64_t wide = 32;
     const std::vector<float> values = random_values(vocab * wide, 14);
-    std::vector<uint8_t> blocks(static_cast<std::size_t>(dtype_bytes(DType::q4_0, vocab * wide)));
-    cpu::quantize(DType::q4_0, values.data(), vocab * wide, blocks.data());
+    std::vector<uint8_t> blocks(static_cast<std::size_t>(dtype_bytes(dtype, vocab * wide)));
+    cpu::quantize(dtype, values.data(), vocab * wide, blocks.data());
     std::vector<float> rows_want(values.size());
-    cpu::dequantize(DType::q4_0, blocks.data(), vocab * wide, rows_want.data());
-    auto qtable = ops::upload_matrix(*ctx, TensorView(blocks.data(), DType::q4_0, Shape{vocab, wide}), nullptr);
+    cpu::dequantize(dtype, blocks.data(), vocab * wide, rows_want.data());
+    auto qtable = ops::upload_matrix(*ctx, TensorView(blocks.data(), dtype, Shape{vocab, wide}), nullptr);
     REQUIRE(qtable.ok());
     std::vector<float> xq(static_cast<std::size_t>(t * wide));
     REQUIRE(ops::embedding(*ctx, **pass, *qtable, rows(xq, t, wide)).ok());
     for (int64_t i = 0; i < t; ++i) {
+      INFO(to_string(dtype));
       CHECK(std::memcmp(xq.data() + i * wide, rows_want.data() + tokens[static_cast<std::size_t>(i)] * wide,
                         wide * sizeof(float)) == 0);
     }

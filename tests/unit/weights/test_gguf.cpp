@@ -69,7 +69,8 @@ TEST_CASE("gguf: type tables", "[weights][gguf]") {
   const std::vector<std::pair<TensorType, DType>> computed = {
       {TensorType::F32, DType::f32},   {TensorType::F16, DType::f16},   {TensorType::BF16, DType::bf16},
       {TensorType::Q8_0, DType::q8_0}, {TensorType::Q4_0, DType::q4_0}, {TensorType::Q4_K, DType::q4_k},
-      {TensorType::Q5_K, DType::q5_k}, {TensorType::Q6_K, DType::q6_k}};
+      {TensorType::Q5_K, DType::q5_k}, {TensorType::Q6_K, DType::q6_k}, {TensorType::Q4_1, DType::q4_1},
+      {TensorType::Q5_0, DType::q5_0}, {TensorType::Q5_1, DType::q5_1}};
   for (const auto& [type, dtype] : computed) {
     INFO(to_string(dtype));
     CHECK(dtype_of(type_id(type)) == dtype);
@@ -78,7 +79,8 @@ TEST_CASE("gguf: type tables", "[weights][gguf]") {
     CHECK(tensor_type_block(type_id(type))->bytes == dtype_block_bytes(dtype));
     CHECK(parse_dtype(*tensor_type_name(type_id(type))) == dtype);
   }
-  CHECK_FALSE(dtype_of(type_id(TensorType::Q4_1)).has_value());
+  CHECK_FALSE(dtype_of(type_id(TensorType::Q8_1)).has_value());
+  CHECK_FALSE(dtype_of(type_id(TensorType::Q2_K)).has_value());
   CHECK_FALSE(dtype_of(type_id(TensorType::I32)).has_value());
   CHECK_FALSE(tensor_type_of(DType::i32).has_value());
   CHECK_FALSE(tensor_type_of(DType::u8).has_value());

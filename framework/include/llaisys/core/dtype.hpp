@@ -13,11 +13,12 @@ namespace llaisys {
 //
 // The quantized types store a row as blocks, each a fixed number of elements in a fixed number of
 // bytes (llama.cpp's GGUF block layouts, kernels/cpu/quant.hpp): Q8_0 32 elements in 34 bytes, Q4_0
-// 32 in 18, Q4_K 256 in 144, Q5_K 256 in 176, Q6_K 256 in 210. A quantized tensor's last dimension is
+// 32 in 18, Q4_1 32 in 20, Q5_0 32 in 22, Q5_1 32 in 24, Q4_K 256 in 144, Q5_K 256 in 176, Q6_K 256
+// in 210. A quantized tensor's last dimension is
 // a whole number of blocks; it has no element size (dtype_size() is 0: use dtype_bytes()).
 enum class DType : uint8_t {
   f32 = 0, bf16 = 1, f16 = 2, i32 = 3, i64 = 4, u8 = 5,
-  q8_0 = 6, q4_0 = 7, q4_k = 8, q5_k = 9, q6_k = 10,
+  q8_0 = 6, q4_0 = 7, q4_k = 8, q5_k = 9, q6_k = 10, q4_1 = 11, q5_0 = 12, q5_1 = 13,
 };
 
 // Bytes per element of an unquantized type; 0 for a quantized one.
@@ -39,7 +40,10 @@ constexpr bool is_quantized(DType dtype) noexcept { return dtype_size(dtype) == 
 constexpr int64_t dtype_block_elements(DType dtype) noexcept {
   switch (dtype) {
     case DType::q8_0:
-    case DType::q4_0: return 32;
+    case DType::q4_0:
+    case DType::q4_1:
+    case DType::q5_0:
+    case DType::q5_1: return 32;
     case DType::q4_k:
     case DType::q5_k:
     case DType::q6_k: return 256;
@@ -50,6 +54,9 @@ constexpr int64_t dtype_block_bytes(DType dtype) noexcept {
   switch (dtype) {
     case DType::q8_0: return 34;
     case DType::q4_0: return 18;
+    case DType::q4_1: return 20;
+    case DType::q5_0: return 22;
+    case DType::q5_1: return 24;
     case DType::q4_k: return 144;
     case DType::q5_k: return 176;
     case DType::q6_k: return 210;

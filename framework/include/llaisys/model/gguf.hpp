@@ -121,8 +121,8 @@ struct BlockSize {
   int64_t bytes = 0;
 };
 std::optional<BlockSize> tensor_type_block(uint32_t id) noexcept;
-// The llaisys DType a type id is computed with (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), or
-// nullopt for the others (refused by name where a model needs them).
+// The llaisys DType a type id is computed with (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+// Q5_K, Q6_K), or nullopt for the others (refused by name where a model needs them).
 std::optional<DType> dtype_of(uint32_t id) noexcept;
 std::optional<TensorType> tensor_type_of(DType dtype) noexcept;
 

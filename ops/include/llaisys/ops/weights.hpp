@@ -2,7 +2,7 @@
 // Weights on a device: typed tensors, prepared once at load in the form the device's kernels read.
 //
 // A CPU model keeps its matrices where they are (views into the mapped or loaded safetensors or GGUF
-// files, bf16/f16/f32 or quantized blocks q8_0/q4_0/q4_k/q5_k/q6_k: the kernels read each dtype
+// files, bf16/f16/f32 or quantized blocks q8_0/q4_0/q4_1/q5_0/q5_1/q4_k/q5_k/q6_k: the kernels read each dtype
 // exactly, a quantized matrix as its dequantization, kernels/cpu/quant.hpp), so `owner` (the weight
 // store) keeps the files alive. A CUDA model uploads them as bf16 (f16/f32 rounded once, quantized
 // ones dequantized, then rounded). Vectors (norm weights, biases) become f32 copies on the device.
