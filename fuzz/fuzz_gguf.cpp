@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "llaisys/model/gguf.hpp"
+#include "llaisys/model/gguf_model.hpp"
 
 using namespace llaisys::gguf;
 
@@ -123,6 +124,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     return 0;
   }
   if (file->version() != 2 && file->version() != 3) std::abort();
+  // The translation into a model directory's terms (gguf_model.hpp) takes any parsed file: each
+  // either succeeds or says why, naming the file.
+  for (const llaisys::Status& status : {llaisys::gguf::gguf_config_json(*file, "fuzz.gguf").status(),
+                               llaisys::gguf::hf_tensor_names(*file, "fuzz.gguf").status()}) {
+    if (!status.ok() && status.message().find("fuzz.gguf") == std::string::npos) std::abort();
+  }
   if (file->data_offset() > size) std::abort();
   for (const KeyValue& kv : file->metadata()) {
     touch(std::as_bytes(std::span<const char>(kv.key.data(), kv.key.size())));

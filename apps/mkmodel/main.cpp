@@ -61,6 +61,10 @@ int main(int argc, char** argv) {
   const auto shape = find_shape(shape_name);
   if (tokenizer_dir.empty()) tokenizer_dir = default_tokenizer_dir(*shape).string();
   const auto start = std::chrono::steady_clock::now();
+  if (format != "gguf" && app.count("--dtype") > 0) {
+    fmt::print(stderr, "llaisys-mkmodel: error: --dtype applies to --format gguf\n");
+    return 1;
+  }
   if (format == "gguf") {
     if (shards != 1) {
       fmt::print(stderr, "llaisys-mkmodel: error: --shards applies to --format safetensors\n");

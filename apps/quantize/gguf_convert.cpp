@@ -1,6 +1,7 @@
 #include "gguf_convert.hpp"
 
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -66,11 +67,14 @@ Result<json::object> read_config(const fs::path& hf_dir) {
   return std::move(v.as_object());
 }
 
-// One config key, converted; absent: nullopt.
+// One config key, converted; absent (or not an integer): nullopt.
 std::optional<int64_t> int_key(const json::object& c, std::string_view key) {
   const json::value* v = c.if_contains(key);
   if (v == nullptr || !v->is_number()) return std::nullopt;
-  return v->to_number<int64_t>();
+  boost::system::error_code ec;
+  const auto value = v->to_number<int64_t>(ec);
+  if (ec) return std::nullopt;
+  return value;
 }
 std::optional<double> number_key(const json::object& c, std::string_view key) {
   const json::value* v = c.if_contains(key);
@@ -78,10 +82,26 @@ std::optional<double> number_key(const json::object& c, std::string_view key) {
   return v->to_number<double>();
 }
 
+// An integer in [1, 2^31 - 1] (what the GGUF keys hold as u32 and the decoder reads as int32).
 Result<int64_t> required(const json::object& c, std::string_view key) {
-  if (auto v = int_key(c, key)) return *v;
-  return make_error(ErrorCode::invalid_argument, "config.json: missing integer \"{}\"", key);
+  const std::optional<int64_t> v = int_key(c, key);
+  if (!v) return make_error(ErrorCode::invalid_argument, "config.json: missing integer \"{}\"", key);
+  if (*v < 1 || *v > std::numeric_limits<int32_t>::max()) {
+    return make_error(ErrorCode::invalid_argument, "config.json: \"{}\" = {} is outside [1, 2^31 - 1]", key, *v);
+  }
+  return *v;
 }
+Result<int64_t> optional_positive(const json::object& c, std::string_view key, int64_t fallback) {
+  if (!c.contains(key) || c.at(key).is_null()) return fallback;
+  return required(c, key);
+}
+
+// Keys that change what the model computes and that the GGUF metadata written here cannot carry.
+constexpr std::string_view kUncarriedKeys[] = {
+    "attn_logit_softcapping", "final_logit_softcapping", "logit_scale",        "embedding_multiplier",
+    "query_pre_attn_scalar",  "residual_multiplier",     "attention_multiplier", "logits_scaling",
+    "num_experts",            "num_local_experts",       "moe_intermediate_size", "layer_types",
+};
 
 // A host tensor's rows as f32.
 void to_f32(const TensorView& t, std::vector<float>& out) {
@@ -96,13 +116,34 @@ Status add_model_metadata(const json::object& c, std::string_view arch, gguf::Wr
   const std::string p = std::string(arch) + ".";
   LLAISYS_ASSIGN_OR_RETURN(const int64_t hidden, required(c, "hidden_size"));
   LLAISYS_ASSIGN_OR_RETURN(const int64_t heads, required(c, "num_attention_heads"));
-  const int64_t kv_heads = int_key(c, "num_key_value_heads").value_or(heads);
-  const int64_t head_dim = int_key(c, "head_dim").value_or(hidden / heads);
+  LLAISYS_ASSIGN_OR_RETURN(const int64_t kv_heads, optional_positive(c, "num_key_value_heads", heads));
+  LLAISYS_ASSIGN_OR_RETURN(const int64_t head_dim, optional_positive(c, "head_dim", hidden / heads));
+  if (head_dim < 1 || heads % kv_heads != 0) {
+    return make_error(ErrorCode::invalid_argument, "config.json: {} heads of {} with {} KV heads", heads, head_dim, kv_heads);
+  }
+  for (std::string_view key : kUncarriedKeys) {
+    const json::value* v = c.if_contains(key);
+    if (v != nullptr && !v->is_null() && !(v->is_bool() && !v->as_bool())) {
+      return make_error(ErrorCode::unsupported, "config.json: \"{}\" = {} cannot be written as GGUF metadata", key,
+                        json::serialize(*v));
+    }
+  }
+  if (const json::value* act = c.if_contains("hidden_act"); act != nullptr && !(act->is_string() && act->as_string() == "silu")) {
+    return make_error(ErrorCode::unsupported, "config.json: \"hidden_act\" = {} cannot be written as GGUF metadata (silu)",
+                      json::serialize(*act));
+  }
   LLAISYS_ASSIGN_OR_RETURN(const int64_t layers, required(c, "num_hidden_layers"));
   LLAISYS_ASSIGN_OR_RETURN(const int64_t ffn, required(c, "intermediate_size"));
   LLAISYS_ASSIGN_OR_RETURN(const int64_t vocab, required(c, "vocab_size"));
+  LLAISYS_ASSIGN_OR_RETURN(const int64_t context, optional_positive(c, "max_position_embeddings", 4096));
+  // transformers v5 keeps RoPE's settings in rope_parameters (rope_theta and rope_type inside).
+  const json::object* rope = c.contains("rope_parameters") && c.at("rope_parameters").is_object()
+                                 ? &c.at("rope_parameters").as_object()
+                                 : nullptr;
+  const double theta = rope != nullptr && number_key(*rope, "rope_theta") ? *number_key(*rope, "rope_theta")
+                                                                          : number_key(c, "rope_theta").value_or(10000.0);
   w.add_u32(p + "vocab_size", static_cast<uint32_t>(vocab));
-  w.add_u32(p + "context_length", static_cast<uint32_t>(int_key(c, "max_position_embeddings").value_or(4096)));
+  w.add_u32(p + "context_length", static_cast<uint32_t>(context));
   w.add_u32(p + "embedding_length", static_cast<uint32_t>(hidden));
   w.add_u32(p + "block_count", static_cast<uint32_t>(layers));
   w.add_u32(p + "feed_forward_length", static_cast<uint32_t>(ffn));
@@ -111,9 +152,14 @@ Status add_model_metadata(const json::object& c, std::string_view arch, gguf::Wr
   w.add_u32(p + "attention.key_length", static_cast<uint32_t>(head_dim));
   w.add_u32(p + "attention.value_length", static_cast<uint32_t>(head_dim));
   w.add_u32(p + "rope.dimension_count", static_cast<uint32_t>(head_dim));
-  w.add_f32(p + "rope.freq_base", static_cast<float>(number_key(c, "rope_theta").value_or(10000.0)));
+  w.add_f32(p + "rope.freq_base", static_cast<float>(theta));
   w.add_f32(p + "attention.layer_norm_rms_epsilon", static_cast<float>(number_key(c, "rms_norm_eps").value_or(1e-6)));
-  if (const json::value* scaling = c.if_contains("rope_scaling"); scaling != nullptr && !scaling->is_null()) {
+  const json::value* scaling = c.if_contains("rope_scaling");
+  if (rope != nullptr) {  // rope_parameters: default RoPE carries over, anything else as rope_scaling would
+    const json::value* type = rope->if_contains("rope_type");
+    if (type != nullptr && !(type->is_string() && type->as_string() == "default")) scaling = &c.at("rope_parameters");
+  }
+  if (scaling != nullptr && !scaling->is_null()) {
     const json::object* s = scaling->if_object();
     const json::value* type = s ? (s->contains("rope_type") ? s->if_contains("rope_type") : s->if_contains("type")) : nullptr;
     const json::value* factor = s ? s->if_contains("factor") : nullptr;
@@ -143,8 +189,10 @@ std::vector<std::string> gguf_type_names() {
   return names;
 }
 
-Result<ConvertReport> convert_to_gguf(const fs::path& hf_dir, const fs::path& out_file, const std::string& type,
-                                      const std::string& name) {
+namespace {
+
+Result<ConvertReport> convert(const fs::path& hf_dir, const fs::path& out_file, const std::string& type,
+                              const std::string& name) {
   const TypeScheme* scheme = nullptr;
   for (const TypeScheme& s : kSchemes) {
     if (s.name == type) scheme = &s;
@@ -164,7 +212,9 @@ Result<ConvertReport> convert_to_gguf(const fs::path& hf_dir, const fs::path& ou
 
   gguf::Writer w;
   w.add_string("general.architecture", std::string(arch.name));
-  w.add_string("general.name", name.empty() ? hf_dir.filename().string() : name);
+  fs::path dir_name = hf_dir.lexically_normal();
+  if (!dir_name.has_filename()) dir_name = dir_name.parent_path();  // "model/" names "model"
+  w.add_string("general.name", name.empty() ? dir_name.filename().string() : name);
   w.add_u32("general.file_type", scheme->file_type);
   w.add_u32("general.quantization_version", 2);
   LLAISYS_RETURN_IF_ERROR(add_model_metadata(config, arch.name, w));
@@ -223,9 +273,15 @@ Result<ConvertReport> convert_to_gguf(const fs::path& hf_dir, const fs::path& ou
       cpu::quantize(dtype, values.data() + r * cols, cols, bytes.data() + r * row_bytes);
     }
     if (arch.permuted_qk && (gguf_name->find(".attn_q.") != std::string::npos || gguf_name->find(".attn_k.") != std::string::npos)) {
+      // Whole rows of a matrix, single elements of a bias: the rows are always dim 0.
       const int64_t n = gguf_name->find(".attn_q.") != std::string::npos ? heads : kv_heads;
-      permuted.resize(bytes.size());
-      gguf::permute_rows(bytes.data(), permuted.data(), rows, row_bytes, n);
+      const int64_t head_rows = t.dim(0);
+      if (head_rows % n != 0 || (head_rows / n) % 2 != 0) {
+        return make_error(ErrorCode::invalid_argument, "tensor '{}' has {} rows, not {} heads of an even size", hf_name,
+                          head_rows, n);
+      }
+      permuted.assign(bytes.size(), std::byte{0});
+      gguf::permute_rows(bytes.data(), permuted.data(), head_rows, static_cast<int64_t>(bytes.size()) / head_rows, n);
       bytes.swap(permuted);
     }
     std::vector<int64_t> dims(t.shape().dims().rbegin(), t.shape().dims().rend());  // GGUF: innermost first
@@ -237,9 +293,23 @@ Result<ConvertReport> convert_to_gguf(const fs::path& hf_dir, const fs::path& ou
   LLAISYS_RETURN_IF_ERROR(w.write(partial));
   std::error_code ec;
   fs::rename(partial, out_file, ec);
-  if (ec) return make_error(ErrorCode::internal, "cannot rename {} to {}: {}", partial.string(), out_file.string(), ec.message());
-  report.file_bytes = fs::file_size(out_file, ec);
+  if (ec) {
+    fs::remove(partial, ec);
+    return make_error(ErrorCode::io_error, "cannot rename {} to {}: {}", partial.string(), out_file.string(), ec.message());
+  }
+  report.file_bytes = fs::file_size(out_file);
   return report;
+}
+
+}  // namespace
+
+Result<ConvertReport> convert_to_gguf(const fs::path& hf_dir, const fs::path& out_file, const std::string& type,
+                                      const std::string& name) {
+  try {
+    return convert(hf_dir, out_file, type, name);
+  } catch (const std::exception& e) {  // the Writer refuses misuse (a key twice, a string too long) by throwing
+    return make_error(ErrorCode::invalid_argument, "{}: {}", hf_dir.string(), e.what());
+  }
 }
 
 }  // namespace llaisys::convert

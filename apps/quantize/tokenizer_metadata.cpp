@@ -14,6 +14,7 @@
 
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <sstream>
 
 #include <boost/json.hpp>
@@ -189,7 +190,8 @@ Status add_tokenizer_metadata(const fs::path& hf_dir, int64_t vocab_size, std::o
                   "cannot describe it");
   }
 
-  // Special ids: the config's, else the tokens tokenizer_config.json names.
+  // Special ids: BOS from config.json, else the token tokenizer_config.json names; EOS the token
+  // tokenizer_config.json names (a chat model's end of turn), else config.json's.
   const auto id_of = [&](const std::string& text) -> std::optional<int64_t> {
     for (std::size_t i = 0; i < tokens.size(); ++i) {
       if (!text.empty() && tokens[i] == text) return static_cast<int64_t>(i);
@@ -204,10 +206,30 @@ Status add_tokenizer_metadata(const fs::path& hf_dir, int64_t vocab_size, std::o
   if (eos) out.add_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(*eos));
   if (auto u = id_of(unk)) out.add_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(*u));
   if (auto pad = id_of(token_name(config, "pad_token"))) out.add_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(*pad));
-  const json::value* add_bos = config.if_contains("add_bos_token");
-  out.add_bool("tokenizer.ggml.add_bos_token", add_bos != nullptr && add_bos->is_bool() && add_bos->as_bool());
-  const json::value* add_eos = config.if_contains("add_eos_token");
-  out.add_bool("tokenizer.ggml.add_eos_token", add_eos != nullptr && add_eos->is_bool() && add_eos->as_bool());
+  // Whether BOS / EOS are added: tokenizer_config.json's flags, else what tokenizer.json's
+  // TemplateProcessing puts around a single sequence (Llama 3 says it only there), else unsaid
+  // (llama.cpp's defaults for the vocabulary apply).
+  const auto template_adds = [&](bool first, const std::optional<int64_t>& id) -> std::optional<bool> {
+    const json::value* post = tokenizer.if_contains("post_processor");
+    if (post == nullptr || !post->is_object() || str(post->as_object().if_contains("type")) != "TemplateProcessing") {
+      return std::nullopt;
+    }
+    const json::value* single = post->as_object().if_contains("single");
+    if (single == nullptr || !single->is_array() || single->as_array().empty()) return std::nullopt;
+    const json::value& edge = first ? single->as_array().front() : single->as_array().back();
+    const json::value* special = edge.is_object() ? edge.as_object().if_contains("SpecialToken") : nullptr;
+    if (special == nullptr || !special->is_object()) return false;
+    return id.has_value() && id_of(str(special->as_object().if_contains("id"))) == id;
+  };
+  for (const auto& [key, flag, first, id] : {std::tuple{"tokenizer.ggml.add_bos_token", "add_bos_token", true, bos},
+                                             std::tuple{"tokenizer.ggml.add_eos_token", "add_eos_token", false, eos}}) {
+    const json::value* v = config.if_contains(flag);
+    if (v != nullptr && v->is_bool()) {
+      out.add_bool(key, v->as_bool());
+    } else if (const std::optional<bool> adds = template_adds(first, id)) {
+      out.add_bool(key, *adds);
+    }
+  }
 
   // The chat template: a string, or a list of named ones ("default" becomes the main one).
   if (const json::value* t = config.if_contains("chat_template"); t != nullptr) {

@@ -12,8 +12,8 @@ Result<Tensor> quantize_matrix(DeviceContext& ctx, const TensorView& host, DType
                       ctx.device().to_string());
   }
   if (!is_quantized(dtype)) return make_error(ErrorCode::invalid_argument, "quantize_matrix: {} is not quantized", to_string(dtype));
-  if (host.rank() != 2 || !host.is_contiguous() || is_quantized(host.dtype()) || host.dtype() == DType::i32 ||
-      host.dtype() == DType::i64 || host.dtype() == DType::u8) {
+  const DType from = host.dtype();
+  if (host.rank() != 2 || !host.is_contiguous() || (from != DType::bf16 && from != DType::f16 && from != DType::f32)) {
     return make_error(ErrorCode::invalid_argument, "quantize_matrix: expected a contiguous BF16, F16 or F32 matrix, got {}",
                       host.to_string());
   }

@@ -26,7 +26,7 @@ class Loader {
     LLAISYS_RETURN_IF_ERROR(maybe_quantize(view, owner));
     return ops::upload_matrix(ctx_, view, std::move(owner));
   }
-  // With quantize_to set, `view` becomes a quantized copy of itself (owned by `owners`) when its rows
+  // With quantize_to set, `view` becomes a quantized copy of itself (owned by `owner`) when its rows
   // are whole blocks and it is not quantized already.
   Status maybe_quantize(TensorView& view, std::shared_ptr<const void>& owner) const {
     if (!quantize_to_ || is_quantized(view.dtype()) || view.dim(1) % dtype_block_elements(*quantize_to_) != 0) {

@@ -2,15 +2,17 @@
 
 #include "llaisys/model/gguf_model.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
-#include <set>
+#include <limits>
+#include <optional>
 
 #include <boost/json.hpp>
-
-#include "llaisys/core/log.hpp"
+#include <fmt/format.h>
 
 namespace llaisys::gguf {
 namespace fs = std::filesystem;
@@ -23,12 +25,14 @@ struct Architecture {
   std::string_view hf_class;   // config.json "architectures"
   std::string_view model_type;
   bool permuted_qk = false;    // llama.cpp's converter interleaves q/k rows (llama only)
+  bool qk_norm = false;        // attn_q_norm / attn_k_norm tensors belong to it
+  bool optional_biases = false;  // q/k/v/o and MLP biases are config keys (attention_bias, mlp_bias)
 };
 
 constexpr std::array kArchitectures = {
-    Architecture{"llama", "LlamaForCausalLM", "llama", true},
-    Architecture{"qwen2", "Qwen2ForCausalLM", "qwen2", false},
-    Architecture{"qwen3", "Qwen3ForCausalLM", "qwen3", false},
+    Architecture{"llama", "LlamaForCausalLM", "llama", true, false, true},
+    Architecture{"qwen2", "Qwen2ForCausalLM", "qwen2", false, false, false},
+    Architecture{"qwen3", "Qwen3ForCausalLM", "qwen3", false, true, true},
 };
 
 std::string supported_names() {
@@ -112,7 +116,6 @@ const std::array<std::pair<std::string_view, std::string_view>, 11> kLayer = {{
     {"ffn_down", "mlp.down_proj"},
 }};
 
-
 // Keys under "<arch>." that change what the model computes and that the translation does not carry.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kRefusedKeys = {{
     {"expert_count", "mixture-of-experts layers"},
@@ -190,19 +193,25 @@ Result<std::string> gguf_config_json(const File& file, std::string_view source) 
   config["rope_theta"] = theta.value_or(10000.0);
   LLAISYS_ASSIGN_OR_RETURN(const int64_t rope_dims, m.integer(p + "rope.dimension_count", head_dim));
   if (rope_dims != head_dim) config["partial_rotary_factor"] = static_cast<double>(rope_dims) / static_cast<double>(head_dim);
+  // llama.cpp reads a scaling factor without a type as linear, and the older rope.scale_linear too.
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<double> factor, m.number(p + "rope.scaling.factor"));
+  if (!factor) {
+    LLAISYS_ASSIGN_OR_RETURN(factor, m.number(p + "rope.scale_linear"));
+  }
+  std::string scaling = factor ? "linear" : "none";
   if (m.contains(p + "rope.scaling.type")) {
-    LLAISYS_ASSIGN_OR_RETURN(std::string type, m.string(p + "rope.scaling.type"));
-    LLAISYS_ASSIGN_OR_RETURN(std::optional<double> factor, m.number(p + "rope.scaling.factor"));
-    if (type == "linear") {
-      if (!factor) return make_error(ErrorCode::invalid_argument, "{}: linear RoPE scaling without '{}rope.scaling.factor'", source, p);
-      config["rope_scaling"] = json::object{{"rope_type", "linear"}, {"factor", *factor}};
-    } else if (type != "none") {
-      return make_error(ErrorCode::unsupported, "{}: metadata '{}rope.scaling.type' = '{}' is not supported from GGUF "
-                        "(none, linear)", source, p, type);
-    }
+    LLAISYS_ASSIGN_OR_RETURN(scaling, m.string(p + "rope.scaling.type"));
+  }
+  if (scaling == "linear" && factor && *factor != 1.0) {
+    config["rope_scaling"] = json::object{{"rope_type", "linear"}, {"factor", *factor}};
+  } else if (scaling == "linear" && !factor) {
+    return make_error(ErrorCode::invalid_argument, "{}: linear RoPE scaling without '{}rope.scaling.factor'", source, p);
+  } else if (scaling != "none" && scaling != "linear") {
+    return make_error(ErrorCode::unsupported, "{}: metadata '{}rope.scaling.type' = '{}' is not supported from GGUF "
+                      "(none, linear)", source, p, scaling);
   }
   config["hidden_act"] = "silu";
-  if (arch->gguf == "llama") {  // biases are optional tensors there; the config must say so
+  if (arch->optional_biases) {  // biases are optional tensors there; the config must say so
     config["attention_bias"] = file.find_tensor("blk.0.attn_q.bias") != nullptr;
     config["mlp_bias"] = file.find_tensor("blk.0.ffn_gate.bias") != nullptr;
   }
@@ -213,7 +222,7 @@ Result<std::string> gguf_config_json(const File& file, std::string_view source) 
     LLAISYS_ASSIGN_OR_RETURN(config["bos_token_id"], m.integer("tokenizer.ggml.bos_token_id", std::nullopt, 0, max_id));
   }
   json::array eos;
-  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"}) {
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     if (!m.contains(key)) continue;
     LLAISYS_ASSIGN_OR_RETURN(const int64_t id, m.integer(key, std::nullopt, 0, max_id));
     if (std::find(eos.begin(), eos.end(), json::value(id)) == eos.end()) eos.push_back(id);
@@ -228,6 +237,7 @@ Result<std::vector<HfTensor>> hf_tensor_names(const File& file, std::string_view
   const std::string p = std::string(arch->gguf) + ".";
   LLAISYS_ASSIGN_OR_RETURN(const int64_t heads, m.integer(p + "attention.head_count", std::nullopt));
   LLAISYS_ASSIGN_OR_RETURN(const int64_t kv_heads, m.integer(p + "attention.head_count_kv", heads));
+  LLAISYS_ASSIGN_OR_RETURN(const int64_t layers, m.integer(p + "block_count", std::nullopt));
 
   std::vector<HfTensor> out;
   for (const TensorInfo& t : file.tensors()) {
@@ -242,13 +252,17 @@ Result<std::vector<HfTensor>> hf_tensor_names(const File& file, std::string_view
       int64_t layer = -1;
       const std::string_view digits = name.substr(0, dot);
       const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), layer);
-      if (dot != std::string_view::npos && ec == std::errc() && end == digits.data() + digits.size() && layer >= 0) {
+      // "blk.7", not "blk.07": one spelling per layer, inside the model.
+      const bool canonical = digits.size() == 1 || digits.front() != '0';
+      if (dot != std::string_view::npos && ec == std::errc() && end == digits.data() + digits.size() && canonical &&
+          layer >= 0 && layer < layers) {
         const std::string_view rest = name.substr(dot + 1);  // "attn_q.weight"
         const std::size_t suffix_dot = rest.rfind('.');
         const std::string_view part = rest.substr(0, suffix_dot);
         const std::string_view suffix = suffix_dot == std::string_view::npos ? "" : rest.substr(suffix_dot + 1);
         for (const auto& [gguf_part, hf_part] : kLayer) {
           if (part != gguf_part || (suffix != "weight" && suffix != "bias")) continue;
+          if ((part == "attn_q_norm" || part == "attn_k_norm") && (!arch->qk_norm || suffix != "weight")) continue;
           mapped.hf_name = fmt::format("model.layers.{}.{}.{}", layer, hf_part, suffix);
           if (arch->permuted_qk && part == "attn_q") mapped.permute_heads = heads;
           if (arch->permuted_qk && part == "attn_k") mapped.permute_heads = kv_heads;

@@ -188,6 +188,16 @@ Status WeightStore::add_gguf(MappedFile file) {
       data = static_cast<std::byte*>(copy.data());
       realigned_.push_back(std::move(copy));
     }
+    // GGUF's alignment may be as small as 1: float data the kernels read as elements is copied once
+    // into aligned memory when it is not aligned (quantized blocks are read bytewise).
+    if (!is_quantized(*dtype) && t.permute_heads == 0 && reinterpret_cast<uintptr_t>(data) % dtype_size(*dtype) != 0) {
+      log::warn("{}: tensor '{}' is not aligned to its {}-byte elements; copying it", source, info.name,
+                dtype_size(*dtype));
+      AlignedBuffer copy(bytes.size());
+      std::memcpy(copy.data(), bytes.data(), bytes.size());
+      data = static_cast<std::byte*>(copy.data());
+      realigned_.push_back(std::move(copy));
+    }
     if (index_.contains(t.hf_name)) {
       return make_error(ErrorCode::parse_error, "{}: two tensors map to '{}'", source, t.hf_name);
     }

@@ -40,8 +40,11 @@ struct HfTensor {
   // > 0: the rows come in llama.cpp's interleaved order for this many heads; undo it.
   int64_t permute_heads = 0;
 };
-// Every tensor of `file` under its Hugging Face name. A tensor with no known counterpart is refused
-// (naming it), so nothing in a file is silently dropped.
+// Every tensor of `file` under its Hugging Face name. A tensor with no counterpart in the
+// architecture's layout (a part it does not have, a layer past block_count) is refused, naming it.
+// The config written for it says which optional tensors are present (biases), so the decoder reads
+// them; a tensor the decoder then does not read is still not computed with (the decoder reads the
+// tensors its DecoderSpec names).
 Result<std::vector<HfTensor>> hf_tensor_names(const File& file, std::string_view source);
 
 // What a Hugging Face architecture class is called in GGUF, for writers (LlamaForCausalLM and
