@@ -20,16 +20,23 @@ static_assert(std::endian::native == std::endian::little, "the GGUF writer assum
 
 constexpr std::string_view kAlignmentKey = "general.alignment";
 
+// Grow then copy (not vector::insert of a byte range: GCC 12 at -O3 warns a false
+// -Wstringop-overflow on that when the vector starts empty).
+void append_bytes(std::vector<std::byte>& out, const void* data, std::size_t size) {
+  if (size == 0) return;
+  const std::size_t at = out.size();
+  out.resize(at + size);
+  std::memcpy(out.data() + at, data, size);
+}
+
 template <class T>
 void append(std::vector<std::byte>& out, T value) {
-  const auto* p = reinterpret_cast<const std::byte*>(&value);
-  out.insert(out.end(), p, p + sizeof(T));
+  append_bytes(out, &value, sizeof(T));
 }
 
 void append_string(std::vector<std::byte>& out, std::string_view s) {
   append<uint64_t>(out, s.size());
-  const auto* p = reinterpret_cast<const std::byte*>(s.data());
-  out.insert(out.end(), p, p + s.size());
+  append_bytes(out, s.data(), s.size());
 }
 
 // The value's payload (its type id is written by the caller: before a key's value, or once for all
@@ -257,7 +264,7 @@ std::vector<std::byte> Writer::head() const {
 std::vector<std::byte> Writer::bytes() const {
   std::vector<std::byte> out = head();
   for (const Pending& tensor : tensors_) {
-    out.insert(out.end(), tensor.data.begin(), tensor.data.end());
+    append_bytes(out, tensor.data.data(), tensor.data.size());
     out.resize(out.size() + padding_after(tensor.data.size(), alignment_));
   }
   return out;
