@@ -130,9 +130,6 @@ TEST_CASE("the F32 GGUF file computes exactly what the same model's safetensors 
   }
 }
 
-}  // namespace llaisys::test
-
-namespace llaisys::test {
 
 TEST_CASE("quantizing on load gives exactly what llama-quantize's Q8_0 file computes", "[gguf]") {
   // ggml's reference Q8_0 quantizer is what both use, row by row, so the weights are the same blocks
