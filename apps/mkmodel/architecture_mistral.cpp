@@ -8,28 +8,7 @@
 namespace llaisys::mkmodel {
 
 std::vector<TensorSpec> mistral_tensors(const ModelShape& s) {
-  const int64_t h = s.hidden_size;
-  const int64_t i = s.intermediate_size;
-  const int64_t q_dim = s.num_heads * s.head_dim;
-  const int64_t kv_dim = s.num_kv_heads * s.head_dim;
-  const double in_scale = unit_variance_scale(h);
-  std::vector<TensorSpec> specs;
-  specs.push_back({"model.embed_tokens.weight", {s.vocab_size, h}, 0.5, 0.0});
-  for (int64_t layer = 0; layer < s.num_layers; ++layer) {
-    const std::string p = fmt::format("model.layers.{}.", layer);
-    specs.push_back({p + "input_layernorm.weight", {h}, 0.1, 1.0});
-    specs.push_back({p + "self_attn.q_proj.weight", {q_dim, h}, in_scale, 0.0});
-    specs.push_back({p + "self_attn.k_proj.weight", {kv_dim, h}, in_scale, 0.0});
-    specs.push_back({p + "self_attn.v_proj.weight", {kv_dim, h}, in_scale, 0.0});
-    specs.push_back({p + "self_attn.o_proj.weight", {h, q_dim}, 0.5 * unit_variance_scale(q_dim), 0.0});
-    specs.push_back({p + "post_attention_layernorm.weight", {h}, 0.1, 1.0});
-    specs.push_back({p + "mlp.gate_proj.weight", {i, h}, in_scale, 0.0});
-    specs.push_back({p + "mlp.up_proj.weight", {i, h}, in_scale, 0.0});
-    specs.push_back({p + "mlp.down_proj.weight", {h, i}, 0.5 * unit_variance_scale(i), 0.0});
-  }
-  specs.push_back({"model.norm.weight", {h}, 0.1, 1.0});
-  if (!s.tie_word_embeddings) specs.push_back({"lm_head.weight", {s.vocab_size, h}, 4.0 * in_scale, 0.0});
-  return specs;
+  return llama_layout_tensors(s, {.embed = 0.5, .output = 0.5, .head = 4.0});
 }
 
 std::string mistral_config_json(const ModelShape& s) {

@@ -23,6 +23,15 @@ std::vector<TensorSpec> mistral_tensors(const ModelShape& shape);
 std::string mistral_config_json(const ModelShape& shape);
 std::string mistral_generation_config_json();
 
+// The Llama layout without biases (tiny-llama-gguf and tiny-mistral): embedding, per layer input
+// norm, q/k/v/o, post-attention norm, gate/up/down, final norm, lm head unless tied. Scales:
+// the embedding's, a factor on o/down's unit-variance scale, a factor on the lm head's.
+struct LlamaLayoutScales {
+  double embed = 1.0;
+  double output = 1.0;
+  double head = 1.0;
+};
+std::vector<TensorSpec> llama_layout_tensors(const ModelShape& shape, const LlamaLayoutScales& scales);
 std::vector<TensorSpec> llama_tensors(const ModelShape& shape);
 std::string llama_config_json(const ModelShape& shape);
 std::string llama_generation_config_json();

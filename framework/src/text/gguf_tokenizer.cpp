@@ -92,7 +92,7 @@ Result<json::value> chat_templates(const Metadata& metadata) {
     if (!kv.key.starts_with(kNamedPrefix) || kv.key.size() == kNamedPrefix.size()) continue;
     if (kv.value.type != ValueType::string) {
       return make_error(ErrorCode::parse_error, "GGUF metadata: '{}' must be a string (it is {})", kv.key,
-                        type_name(kv.value.type));
+                        gguf::to_string(kv.value.type));
     }
     named.push_back(json::object{{"name", kv.key.substr(kNamedPrefix.size())}, {"template", kv.value.s}});
   }
@@ -180,7 +180,7 @@ Result<json::array> gpt2_merges(const Metadata& metadata, const Vocabulary& voca
     const Value& item = merges->items[i];
     if (item.type != ValueType::string) {
       return make_error(ErrorCode::parse_error, "GGUF metadata: '{}[{}]' must be a string (it is {})", kMergesKey, i,
-                        type_name(item.type));
+                        gguf::to_string(item.type));
     }
     const std::string_view merge = item.s;
     const std::size_t space = merge.find(' ');

@@ -12,48 +12,10 @@ namespace llaisys::text::gguf_vocab {
 using gguf::Value;
 using gguf::ValueType;
 
-std::string_view type_name(ValueType type) {
-  switch (type) {
-    case ValueType::u8: return "u8";
-    case ValueType::i8: return "i8";
-    case ValueType::u16: return "u16";
-    case ValueType::i16: return "i16";
-    case ValueType::u32: return "u32";
-    case ValueType::i32: return "i32";
-    case ValueType::f32: return "f32";
-    case ValueType::boolean: return "bool";
-    case ValueType::string: return "string";
-    case ValueType::array: return "array";
-    case ValueType::u64: return "u64";
-    case ValueType::i64: return "i64";
-    case ValueType::f64: return "f64";
-  }
-  return "unknown type";
-}
-
 namespace {
 
-// An integer of any width (unsigned ones are widened into Value::u, signed ones into Value::i).
-std::optional<int64_t> integer_of(const Value& v) {
-  switch (v.type) {
-    case ValueType::u8: case ValueType::u16: case ValueType::u32: case ValueType::u64:
-      if (v.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-      return static_cast<int64_t>(v.u);
-    case ValueType::i8: case ValueType::i16: case ValueType::i32: case ValueType::i64:
-      return v.i;
-    default:
-      return std::nullopt;
-  }
-}
-
-std::optional<double> number_of(const Value& v) {
-  if (v.type == ValueType::f32 || v.type == ValueType::f64) return v.f;
-  if (auto i = integer_of(v)) return static_cast<double>(*i);
-  return std::nullopt;
-}
-
 Status wrong_type(std::string_view key, std::string_view wanted, const Value& v) {
-  return make_error(ErrorCode::parse_error, "GGUF metadata: '{}' must be {} (it is {})", key, wanted, type_name(v.type));
+  return make_error(ErrorCode::parse_error, "GGUF metadata: '{}' must be {} (it is {})", key, wanted, gguf::to_string(v.type));
 }
 
 }  // namespace
@@ -91,7 +53,7 @@ Result<const gguf::Array*> Metadata::array(std::string_view key) const {
 Result<std::optional<TokenId>> Metadata::token_id(std::string_view key, int32_t num_tokens) const {
   const Value* v = find(key);
   if (v == nullptr) return std::optional<TokenId>();
-  const std::optional<int64_t> id = integer_of(*v);
+  const std::optional<int64_t> id = v->as_int();
   if (!id) return wrong_type(key, "an integer", *v);
   if (*id < 0 || *id >= num_tokens) {
     return make_error(ErrorCode::parse_error, "GGUF metadata: '{}' is {}, not a token id (the vocabulary has {} tokens)",
@@ -122,7 +84,7 @@ Result<const gguf::Array*> read_token_array(const Metadata& metadata) {
   for (std::size_t i = 0; i < tokens->items.size(); ++i) {
     if (tokens->items[i].type != ValueType::string) {
       return make_error(ErrorCode::parse_error, "GGUF metadata: '{}[{}]' must be a string (it is {})", kTokensKey, i,
-                        type_name(tokens->items[i].type));
+                        gguf::to_string(tokens->items[i].type));
     }
   }
   return tokens;
@@ -157,7 +119,7 @@ Result<Vocabulary> read_vocabulary(const Metadata& metadata, ModelKind kind) {
                         types->items.size(), n);
     }
     for (std::size_t i = 0; i < n; ++i) {
-      const std::optional<int64_t> type = integer_of(types->items[i]);
+      const std::optional<int64_t> type = types->items[i].as_int();
       if (!type || *type < kNormal || *type > kByte) {
         return make_error(ErrorCode::parse_error, "GGUF metadata: '{}[{}]' must be a token type 1..6", kTypesKey, i);
       }
@@ -174,7 +136,7 @@ Result<Vocabulary> read_vocabulary(const Metadata& metadata, ModelKind kind) {
                           scores->items.size(), n);
       }
       for (std::size_t i = 0; i < n; ++i) {
-        const std::optional<double> score = number_of(scores->items[i]);
+        const std::optional<double> score = scores->items[i].as_number();
         if (!score || std::isnan(*score)) {  // NaN would break the ordering of merges
           return make_error(ErrorCode::parse_error, "GGUF metadata: '{}[{}]' must be a number", kScoresKey, i);
         }

@@ -27,9 +27,6 @@ inline constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
 inline constexpr std::string_view kMergesKey = "tokenizer.ggml.merges";
 inline constexpr std::string_view kTemplateKey = "tokenizer.chat_template";
 
-// "u32", "string", ... for messages.
-std::string_view type_name(gguf::ValueType type);
-
 // Typed lookups over the metadata (the first entry of a key counts).
 class Metadata {
  public:

@@ -59,54 +59,7 @@ const TypeTraits* traits_of(uint32_t id) noexcept {
   return &kTensorTypes[id];
 }
 
-bool is_signed(ValueType type) {
-  return type == ValueType::i8 || type == ValueType::i16 || type == ValueType::i32 || type == ValueType::i64;
-}
-bool is_unsigned(ValueType type) {
-  return type == ValueType::u8 || type == ValueType::u16 || type == ValueType::u32 || type == ValueType::u64;
-}
-
 }  // namespace
-
-std::string_view to_string(ValueType type) noexcept {
-  switch (type) {
-    case ValueType::u8: return "u8";
-    case ValueType::i8: return "i8";
-    case ValueType::u16: return "u16";
-    case ValueType::i16: return "i16";
-    case ValueType::u32: return "u32";
-    case ValueType::i32: return "i32";
-    case ValueType::f32: return "f32";
-    case ValueType::boolean: return "bool";
-    case ValueType::string: return "string";
-    case ValueType::array: return "array";
-    case ValueType::u64: return "u64";
-    case ValueType::i64: return "i64";
-    case ValueType::f64: return "f64";
-  }
-  return "unknown";
-}
-
-std::optional<int64_t> Value::as_int() const {
-  if (is_signed(type)) return i;
-  if (is_unsigned(type) && u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return static_cast<int64_t>(u);
-  }
-  return std::nullopt;
-}
-
-std::optional<uint64_t> Value::as_uint() const {
-  if (is_unsigned(type)) return u;
-  if (is_signed(type) && i >= 0) return static_cast<uint64_t>(i);
-  return std::nullopt;
-}
-
-std::optional<double> Value::as_number() const {
-  if (type == ValueType::f32 || type == ValueType::f64) return f;
-  if (is_signed(type)) return static_cast<double>(i);
-  if (is_unsigned(type)) return static_cast<double>(u);
-  return std::nullopt;
-}
 
 std::optional<std::string_view> tensor_type_name(uint32_t id) noexcept {
   const TypeTraits* traits = traits_of(id);

@@ -71,7 +71,32 @@ enum class ValueType : uint32_t {
   u64 = 10, i64 = 11, f64 = 12,
 };
 // "u8", "i8", ..., "bool", "string", "array", ..., "f64"; "unknown" for an id not in the enum.
-std::string_view to_string(ValueType type) noexcept;
+// Header-only, like the Value accessors below, so that libraries that only read metadata (the text
+// library's GGUF tokenizer) need not link the parser.
+constexpr std::string_view to_string(ValueType type) noexcept {
+  switch (type) {
+    case ValueType::u8: return "u8";
+    case ValueType::i8: return "i8";
+    case ValueType::u16: return "u16";
+    case ValueType::i16: return "i16";
+    case ValueType::u32: return "u32";
+    case ValueType::i32: return "i32";
+    case ValueType::f32: return "f32";
+    case ValueType::boolean: return "bool";
+    case ValueType::string: return "string";
+    case ValueType::array: return "array";
+    case ValueType::u64: return "u64";
+    case ValueType::i64: return "i64";
+    case ValueType::f64: return "f64";
+  }
+  return "unknown";
+}
+constexpr bool is_signed_integer(ValueType t) noexcept {
+  return t == ValueType::i8 || t == ValueType::i16 || t == ValueType::i32 || t == ValueType::i64;
+}
+constexpr bool is_unsigned_integer(ValueType t) noexcept {
+  return t == ValueType::u8 || t == ValueType::u16 || t == ValueType::u32 || t == ValueType::u64;
+}
 
 struct Value;
 struct Array {
@@ -93,10 +118,23 @@ struct Value {
   // The value of an integer type (any width, signed or not) when it is representable in the result
   // type (as_int: up to 2^63-1; as_uint: not negative); nullopt otherwise and for every other type
   // (bool, floats, string, array).
-  std::optional<int64_t> as_int() const;
-  std::optional<uint64_t> as_uint() const;
+  std::optional<int64_t> as_int() const {
+    if (is_signed_integer(type)) return i;
+    if (is_unsigned_integer(type) && u <= static_cast<uint64_t>(INT64_MAX)) return static_cast<int64_t>(u);
+    return std::nullopt;
+  }
+  std::optional<uint64_t> as_uint() const {
+    if (is_unsigned_integer(type)) return u;
+    if (is_signed_integer(type) && i >= 0) return static_cast<uint64_t>(i);
+    return std::nullopt;
+  }
   // f32, f64, or an integer type (converted to the nearest double); nullopt for the others.
-  std::optional<double> as_number() const;
+  std::optional<double> as_number() const {
+    if (type == ValueType::f32 || type == ValueType::f64) return f;
+    if (is_signed_integer(type)) return static_cast<double>(i);
+    if (is_unsigned_integer(type)) return static_cast<double>(u);
+    return std::nullopt;
+  }
 };
 
 struct KeyValue {
