@@ -251,7 +251,7 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
       ->capture_default_str()->check(CLI::Range(kIoThreads.lo, kIoThreads.hi));
   app.add_option("--model-threads", c.model_threads, "compute threads per model (0: all cores)")->capture_default_str();
   app.add_option("--model-options", c.model_options,
-                 "plugin options (JSON) of the --model models, e.g. '{\"matmul\": \"bf16\"}'")->capture_default_str();
+                 "plugin options (JSON) of the --model models, e.g. '{\"matmul\": \"f32\"}'")->capture_default_str();
   app.add_option("--max-running-requests", c.max_running_requests, "per model: sequences in one batch")
       ->capture_default_str()->check(CLI::Range(kRunning.lo, kRunning.hi));
   app.add_option("--max-queued-requests", c.max_queued_requests, "per model: admitted requests beyond the running ones")

@@ -4,7 +4,7 @@
 // Weights are used in place (bf16, f16 or f32, e.g. straight from a mapped safetensors file, or
 // quantized GGUF blocks: quant.hpp) and converted exactly to f32 in registers; activations and
 // accumulation are f32. A quantized matrix gives the bits of the f32 matrix dequantize() makes of it
-// (linear_quant.hpp). (The opt-in MatmulPrecision::bf16 of the context instead rounds activations to
+// (linear_quant.hpp). (The MatmulPrecision::bf16 of the context instead rounds activations to
 // bf16 for bf16 weights on AVX512-BF16 CPUs: linear_bf16.hpp, with its own canonical order; a region
 // with any other weight dtype takes the f32 path, which is what follows.)
 //

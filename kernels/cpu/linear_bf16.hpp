@@ -1,7 +1,8 @@
 #pragma once
-// The bf16 dot-product path of linear (opt-in, CpuContext::matmul == MatmulPrecision::bf16): the
-// activations are rounded to bf16 (round to nearest even) and multiplied with the bf16 weights by
-// AVX512-BF16 `vdpbf16ps`, 32 multiply-adds per instruction instead of 16, accumulating in f32.
+// The bf16 dot-product path of linear (CpuContext::matmul == MatmulPrecision::bf16, the decoder's
+// default where the CPU has it): the activations are rounded to bf16 (round to nearest even) and
+// multiplied with the bf16 weights by AVX512-BF16 `vdpbf16ps`, 32 multiply-adds per instruction
+// instead of 16, accumulating in f32.
 // It trades the exact f32 products of the canonical path for about twice the arithmetic rate, which
 // is what a compute-bound batch (prefill, many sequences decoding) is limited by.
 //

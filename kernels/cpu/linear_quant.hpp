@@ -12,7 +12,7 @@
 //  - more rows (prefill): a panel of weight rows is dequantized into a per-thread f32 buffer and the
 //    f32 tiles of linear_float run on it; the decoding is shared by all the rows of x (the f32 tiles
 //    run at about 0.8x the speed of the bf16 ones: twice the weight bytes per product from L2).
-// The opt-in bf16 dot-product mode (MatmulPrecision::bf16) applies to bf16 weights only: a region
+// The bf16 dot-product mode (MatmulPrecision::bf16) applies to bf16 weights only: a region
 // with a quantized job takes this exact path. Internal to kernels/cpu.
 
 #include <cstdint>

@@ -6,9 +6,11 @@
 //   "device":   "cpu" | "cuda" | "cuda:N"   (default: ModelCreateParams::device)
 //   "isa":      "auto" | "avx512" | "avx2" | "scalar"   CPU only: forces an ISA path (all give the same
 //               bits; for testing and comparison)
-//   "matmul":   "f32" (default) | "bf16" | "auto"        CPU only: f32 activations and exact products,
-//               or activations rounded to bf16 for the products with bf16 weights (AVX512-BF16, about
-//               2x the arithmetic rate of prefill and batched decode, not bit-identical to f32)
+//   "matmul":   "auto" (default) | "bf16" | "f32"        CPU only: activations rounded to bf16 for the
+//               products with bf16 weights (AVX512-BF16: about 2x the arithmetic rate of prefill and
+//               batched decode; "auto" uses it where the CPU can, "bf16" insists), or f32 activations
+//               and exact products (bit-identical on every CPU; what the parity tests name).
+//               Quantized and f16/f32 weights always take the exact path
 //   "kv_dtype": "f32" | "bf16"   the KV cache (default: f32 on the CPU, bf16 on CUDA); bf16 halves its
 //               memory and the bytes attention reads; batch invariance holds within the setting
 //   "weights":  "auto" (default) | "mmap" | "memory"   how the safetensors files come into memory
@@ -29,7 +31,7 @@ namespace llaisys::decoder {
 struct DecoderOptions {
   Device device = Device::cpu();
   std::string isa = "auto";
-  std::string matmul = "f32";
+  std::string matmul = "auto";
   std::optional<DType> kv_dtype;
   WeightLoading weights = WeightLoading::automatic;
   std::optional<DType> weights_dtype;  // quantize on load

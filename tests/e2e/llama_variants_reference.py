@@ -245,7 +245,7 @@ def main() -> int:
     for name, changes, dtype in VARIANTS:
         model_dir, vcfg, stored = make_variant(stories, work, name, changes, dtype, rng)
         line = json.dumps({"id": name, "prompt_ids": prompt, "max_tokens": STEPS, "ignore_eos": True})
-        run = subprocess.run([offline, "--threads", "1", "generate", "--model", str(model_dir), "--temperature", "0",
+        run = subprocess.run([offline, "--threads", "1", "--model-options", '{"matmul": "f32"}', "generate", "--model", str(model_dir), "--temperature", "0",
                               "--top-logits", str(vcfg["vocab_size"]), "--progress", "off"],
                              input=line + "\n", capture_output=True, text=True)
         if run.returncode != 0:

@@ -56,7 +56,7 @@ def main() -> int:
     lines = [json.dumps({"id": case["name"], "prompt_ids": case["prompt_ids"], "max_tokens": len(case["greedy"]),
                          "ignore_eos": True}) for case in reference["cases"]]
     (work / "in.jsonl").write_text("\n".join(lines) + "\n")
-    run = subprocess.run([offline, "generate", "--model", str(model), "--temperature", "0", "--top-logits", "5",
+    run = subprocess.run([offline, "--model-options", '{"matmul": "f32"}', "generate", "--model", str(model), "--temperature", "0", "--top-logits", "5",
                           "--progress", "off", str(work / "in.jsonl")], capture_output=True)
     if run.returncode != 0:
         print(run.stderr.decode(errors="replace"))

@@ -31,7 +31,7 @@ def main() -> int:
             line["prompt"] = case["text"]
         lines.append(json.dumps(line))
     (work / "in.jsonl").write_text("\n".join(lines) + "\n")
-    run = subprocess.run([offline, "generate", "--model", str(model), "--temperature", "0", "--top-logits", "5",
+    run = subprocess.run([offline, "--model-options", '{"matmul": "f32"}', "generate", "--model", str(model), "--temperature", "0", "--top-logits", "5",
                           "--progress", "off", str(work / "in.jsonl")], check=True, capture_output=True, text=True)
     results = {r["id"]: r for r in map(json.loads, run.stdout.splitlines())}
     failures = []

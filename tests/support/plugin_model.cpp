@@ -18,8 +18,18 @@ AnyModel open_plugin_model(const std::string& plugin, const std::filesystem::pat
     it = registries.emplace(plugin, std::move(r)).first;
   }
   const PluginRegistry& registry = it->second;
-  auto model = registry.open_model(
-      {.model_dir = model_dir, .num_threads = num_threads, .options_json = options_json});
+  // Parity tests compare with references within f32 tolerances: they name the exact f32 products
+  // (the plugins' default, "auto", multiplies bf16 weights in bf16 where the CPU can), unless the
+  // test chooses a mode itself.
+  std::string options = options_json;
+  if (options.find("\"matmul\"") == std::string::npos) {
+    const std::size_t brace = options.find('{');
+    if (brace != std::string::npos) {
+      const bool empty = options.find_first_not_of(" \t\r\n", brace + 1) == options.find('}', brace);
+      options.insert(brace + 1, empty ? R"("matmul": "f32")" : R"("matmul": "f32", )");
+    }
+  }
+  auto model = registry.open_model({.model_dir = model_dir, .num_threads = num_threads, .options_json = options});
   if (!model.ok()) throw std::runtime_error(model.status().to_string());
   const Status kv = model->init_kv_cache({.num_blocks = num_blocks, .block_size = 16});
   if (!kv.ok()) throw std::runtime_error(kv.to_string());

@@ -10,7 +10,9 @@
 namespace llaisys::test {
 
 // Opens `model_dir` through the plugin file `plugin` (e.g. "libllaisys-qwen2.so") of the build's
-// plugin directory, with a KV pool of `num_blocks` x 16 tokens. Throws on failure.
+// plugin directory, with a KV pool of `num_blocks` x 16 tokens. Throws on failure. Unless
+// `options_json` sets "matmul", the model runs the exact f32 products ("matmul": "f32" is added):
+// the references are compared within f32 tolerances.
 AnyModel open_plugin_model(const std::string& plugin, const std::filesystem::path& model_dir,
                            int32_t num_threads = 2, const std::string& options_json = "{}",
                            int32_t num_blocks = 256);
