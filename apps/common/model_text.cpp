@@ -1,5 +1,10 @@
 #include "model_text.hpp"
 
+#include <fstream>
+#include <sstream>
+
+#include <boost/json.hpp>
+
 #include "llaisys/model/gguf_model.hpp"
 #include "llaisys/model/safetensors.hpp"
 #include "llaisys/text/gguf_tokenizer.hpp"
@@ -43,6 +48,25 @@ Result<text::ChatTemplate> load_chat_template(const fs::path& model, std::string
   LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<OpenedGguf> opened, open_gguf(model));
   auto chat_template = text::chat_template_from_gguf(opened->parsed.metadata(), name);
   if (!chat_template.ok()) return std::move(chat_template).take_status().with_context(model.string());
+  return chat_template;
+}
+
+Result<text::ChatTemplate> load_chat_template_file(const fs::path& model, const fs::path& template_file) {
+  if (!gguf::is_gguf_file(model)) return text::ChatTemplate::from_file(template_file, model);
+  LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<OpenedGguf> opened, open_gguf(model));
+  LLAISYS_ASSIGN_OR_RETURN(text::GgufTokenizerFiles files, text::gguf_tokenizer_files(opened->parsed.metadata()));
+  std::ifstream in(template_file, std::ios::binary);
+  if (!in) return make_error(ErrorCode::not_found, "cannot read the chat template {}", template_file.string());
+  std::stringstream source;
+  source << in.rdbuf();
+  // The bos/eos strings the GGUF tokenizer's tokenizer_config.json names.
+  const boost::json::value config = boost::json::parse(files.tokenizer_config_json);
+  const auto token = [&](std::string_view key) -> std::string {
+    const boost::json::value* v = config.as_object().if_contains(key);
+    return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
+  };
+  auto chat_template = text::ChatTemplate::from_string(source.str(), token("bos_token"), token("eos_token"));
+  if (!chat_template.ok()) return std::move(chat_template).take_status().with_context(template_file.string());
   return chat_template;
 }
 

@@ -22,4 +22,9 @@ Result<std::shared_ptr<const text::Tokenizer>> load_tokenizer(const std::filesys
 // The model's chat template (`name`: a named one; empty: the default). not_found when it has none.
 Result<text::ChatTemplate> load_chat_template(const std::filesystem::path& model, std::string_view name = "");
 
+// A template file overriding the model's, with the model's special token strings (bos_token,
+// eos_token) defined for it, whichever form the model comes in.
+Result<text::ChatTemplate> load_chat_template_file(const std::filesystem::path& model,
+                                                   const std::filesystem::path& template_file);
+
 }  // namespace llaisys::app

@@ -89,7 +89,7 @@ Result<ServedModel> load_served_model(const PluginRegistry& registry, const Mode
   if (served.tokenizer) {
     auto chat_template = options.chat_template_file.empty()
                              ? load_chat_template(options.model_dir)
-                             : text::ChatTemplate::from_file(options.chat_template_file, options.model_dir);
+                             : load_chat_template_file(options.model_dir, options.chat_template_file);
     if (chat_template.ok()) {
       served.chat_template = std::move(chat_template).value();
       served.chat_template_source = options.chat_template_file.empty() ? "model" : "file";

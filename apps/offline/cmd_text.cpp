@@ -110,7 +110,7 @@ int run_render(const TextOptions& options) {
   auto tokenizer = load_tokenizer(options);
   if (!tokenizer.ok()) return 1;
   auto chat_template = [&]() -> Result<text::ChatTemplate> {
-    if (!options.template_file.empty()) return text::ChatTemplate::from_file(options.template_file, options.model_dir);
+    if (!options.template_file.empty()) return app::load_chat_template_file(options.model_dir, options.template_file);
     auto from_model = app::load_chat_template(options.model_dir, options.template_name);
     if (from_model.ok() || from_model.status().code() != ErrorCode::not_found || !options.template_name.empty()) {
       return from_model;

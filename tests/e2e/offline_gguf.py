@@ -6,7 +6,8 @@ to the first step whose top-1/top-2 gap in the reference is within twice the fil
 (past it either token is right, and the comparison of that case ends). EOS is not a stop there.
 With the quantized files' tolerances (0.4-0.55) few steps clear that bar free-running, so at least
 20 compared steps are required of F32 and F16 only; the teacher-forced comparison of every file is
-the unit test's (tests/unit/gguf).
+the unit test's (tests/unit/gguf). Last, `render --template FILE` on a GGUF model must see the
+file's bos/eos strings.
 
 usage: offline_gguf.py OFFLINE FIXTURE_DIR WORKDIR TYPE...
 """
@@ -53,6 +54,15 @@ def main() -> int:
         print(f"{kind}: {len(reference['cases'])} prompts tokenized as llama.cpp does, {compared} greedy steps compared")
         if compared < 20 and kind in ("F32", "F16"):
             failures.append(f"{kind}: only {compared} greedy steps compared")
+    # A template file in place of the file's own still sees the GGUF tokenizer's bos/eos strings.
+    template = work / "t.jinja"
+    template.write_text("{{ bos_token }}|{% for m in messages %}{{ m['content'] }}{% endfor %}|{{ eos_token }}")
+    render = subprocess.run([offline, "render", "--model", str(fixture / "tiny-llama-Q8_0.gguf"), "--template", str(template)],
+                            input=json.dumps({"messages": [{"role": "user", "content": "Hi"}]}) + "\n",
+                            capture_output=True, text=True)
+    rendered = json.loads(render.stdout).get("text") if render.returncode == 0 and render.stdout else None
+    if rendered != "<s>|Hi|</s>":
+        failures.append(f"render --template on a GGUF model: {rendered!r} ({render.stderr[-500:]})")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0

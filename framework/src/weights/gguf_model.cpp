@@ -116,6 +116,11 @@ const std::array<std::pair<std::string_view, std::string_view>, 11> kLayer = {{
     {"ffn_down", "mlp.down_proj"},
 }};
 
+// Token texts that end a turn or a document (llama.cpp's end-of-generation list, for the families
+// read here).
+constexpr std::string_view kEndOfGenerationTexts[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>",
+                                                      "<|end|>", "<end_of_turn>", "<EOT>"};
+
 // Keys under "<arch>." that change what the model computes and that the translation does not carry.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kRefusedKeys = {{
     {"expert_count", "mixture-of-experts layers"},
@@ -226,6 +231,20 @@ Result<std::string> gguf_config_json(const File& file, std::string_view source) 
     if (!m.contains(key)) continue;
     LLAISYS_ASSIGN_OR_RETURN(const int64_t id, m.integer(key, std::nullopt, 0, max_id));
     if (std::find(eos.begin(), eos.end(), json::value(id)) == eos.end()) eos.push_back(id);
+  }
+  // As llama.cpp does, tokens whose text marks the end of a turn end generation too (a Qwen2.5 file
+  // names <|im_end|> as EOS; <|endoftext|> still ends a completion, as generation_config.json says).
+  if (const Value* tokens = file.find("tokenizer.ggml.tokens");
+      tokens != nullptr && tokens->type == ValueType::array && tokens->array->element_type == ValueType::string) {
+    const auto& items = tokens->array->items;
+    for (std::size_t id = 0; id < items.size() && static_cast<int64_t>(id) < vocab && eos.size() < 8; ++id) {
+      if (std::find(std::begin(kEndOfGenerationTexts), std::end(kEndOfGenerationTexts), items[id].s) ==
+              std::end(kEndOfGenerationTexts) ||
+          std::find(eos.begin(), eos.end(), json::value(static_cast<int64_t>(id))) != eos.end()) {
+        continue;
+      }
+      eos.push_back(static_cast<int64_t>(id));
+    }
   }
   if (!eos.empty()) config["eos_token_id"] = std::move(eos);
   return json::serialize(config);

@@ -74,6 +74,19 @@ TEST_CASE("GGUF metadata becomes the architecture's config.json keys", "[gguf]")
   CHECK_FALSE(c.contains("rope_scaling"));
 }
 
+TEST_CASE("GGUF stop tokens: eos, eot, eom, and the tokens whose text ends a turn", "[gguf]") {
+  Writer w = llama_writer();
+  std::vector<std::string> tokens(512, "x");
+  tokens[2] = "</s>";
+  tokens[7] = "<|im_end|>";
+  tokens[9] = "<|endoftext|>";
+  w.add_strings("tokenizer.ggml.tokens", tokens);
+  w.add_u32("tokenizer.ggml.eos_token_id", 2);
+  w.add_u32("tokenizer.ggml.eot_token_id", 7);
+  const boost::json::array eos = config_of(w).at("eos_token_id").as_array();
+  CHECK(eos == boost::json::array{2, 7, 9});
+}
+
 TEST_CASE("GGUF RoPE scaling: linear carried (also without a type, as llama.cpp reads it), others refused", "[gguf]") {
   Writer factor_only = llama_writer();
   factor_only.add_f32("llama.rope.scaling.factor", 4.0f);
