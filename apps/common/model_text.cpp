@@ -14,18 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A GGUF file's bytes and index, kept together (the index points into the bytes).
-struct OpenedGguf {
-  MappedFile file;
-  gguf::File parsed;
-};
-
-Result<std::unique_ptr<OpenedGguf>> open_gguf(const fs::path& path) {
-  auto opened = std::make_unique<OpenedGguf>();
-  LLAISYS_ASSIGN_OR_RETURN(opened->file, MappedFile::open(path, WeightLoading::map));
-  LLAISYS_ASSIGN_OR_RETURN(opened->parsed, gguf::File::parse(opened->file.bytes(), path.string()));
-  return opened;
-}
+using gguf::open_gguf;
 
 }  // namespace
 
@@ -37,7 +26,7 @@ bool has_tokenizer(const fs::path& model) {
 
 Result<std::shared_ptr<const text::Tokenizer>> load_tokenizer(const fs::path& model) {
   if (!gguf::is_gguf_file(model)) return text::Tokenizer::from_model_dir(model);
-  LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<OpenedGguf> opened, open_gguf(model));
+  LLAISYS_ASSIGN_OR_RETURN(auto opened, open_gguf(model));
   auto tokenizer = text::tokenizer_from_gguf(opened->parsed.metadata());
   if (!tokenizer.ok()) return std::move(tokenizer).take_status().with_context(model.string());
   return tokenizer;
@@ -45,7 +34,7 @@ Result<std::shared_ptr<const text::Tokenizer>> load_tokenizer(const fs::path& mo
 
 Result<text::ChatTemplate> load_chat_template(const fs::path& model, std::string_view name) {
   if (!gguf::is_gguf_file(model)) return text::ChatTemplate::from_model_dir(model, name);
-  LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<OpenedGguf> opened, open_gguf(model));
+  LLAISYS_ASSIGN_OR_RETURN(auto opened, open_gguf(model));
   auto chat_template = text::chat_template_from_gguf(opened->parsed.metadata(), name);
   if (!chat_template.ok()) return std::move(chat_template).take_status().with_context(model.string());
   return chat_template;
@@ -53,7 +42,7 @@ Result<text::ChatTemplate> load_chat_template(const fs::path& model, std::string
 
 Result<text::ChatTemplate> load_chat_template_file(const fs::path& model, const fs::path& template_file) {
   if (!gguf::is_gguf_file(model)) return text::ChatTemplate::from_file(template_file, model);
-  LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<OpenedGguf> opened, open_gguf(model));
+  LLAISYS_ASSIGN_OR_RETURN(auto opened, open_gguf(model));
   LLAISYS_ASSIGN_OR_RETURN(text::GgufTokenizerFiles files, text::gguf_tokenizer_files(opened->parsed.metadata()));
   std::ifstream in(template_file, std::ios::binary);
   if (!in) return make_error(ErrorCode::not_found, "cannot read the chat template {}", template_file.string());

@@ -56,17 +56,6 @@ gguf::TensorType fit(gguf::TensorType wanted, int64_t cols) {
   return fits(fallback) ? fallback : TT::F16;
 }
 
-Result<json::object> read_config(const fs::path& hf_dir) {
-  std::ifstream in(hf_dir / "config.json", std::ios::binary);
-  if (!in) return make_error(ErrorCode::not_found, "{}: no config.json", hf_dir.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  boost::system::error_code ec;
-  json::value v = json::parse(text.str(), ec);
-  if (ec || !v.is_object()) return make_error(ErrorCode::parse_error, "{}/config.json: not a JSON object", hf_dir.string());
-  return std::move(v.as_object());
-}
-
 // One config key, converted; absent (or not an integer): nullopt.
 std::optional<int64_t> int_key(const json::object& c, std::string_view key) {
   const json::value* v = c.if_contains(key);
@@ -201,7 +190,7 @@ Result<ConvertReport> convert(const fs::path& hf_dir, const fs::path& out_file, 
     return make_error(ErrorCode::invalid_argument, "unknown GGUF type '{}' (one of {})", type,
                       fmt::join(gguf_type_names(), ", "));
   }
-  LLAISYS_ASSIGN_OR_RETURN(json::object config, read_config(hf_dir));
+  LLAISYS_ASSIGN_OR_RETURN(json::object config, read_json_object(hf_dir / "config.json"));
   const json::value* classes = config.if_contains("architectures");
   if (classes == nullptr || !classes->is_array() || classes->as_array().size() != 1 || !classes->as_array()[0].is_string()) {
     return Status(ErrorCode::invalid_argument, "config.json: \"architectures\" must name one class");

@@ -25,9 +25,7 @@ namespace llaisys::convert {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-namespace {
-
-Result<json::object> read_object(const fs::path& path) {
+Result<json::object> read_json_object(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(ErrorCode::not_found, "cannot read {}", path.string());
   std::stringstream text;
@@ -37,6 +35,8 @@ Result<json::object> read_object(const fs::path& path) {
   if (ec || !v.is_object()) return make_error(ErrorCode::parse_error, "{}: not a JSON object", path.string());
   return std::move(v.as_object());
 }
+
+namespace {
 
 std::string str(const json::value* v) {
   return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
@@ -89,10 +89,10 @@ bool is_byte_token(std::string_view t) {
 
 Status add_tokenizer_metadata(const fs::path& hf_dir, int64_t vocab_size, std::optional<int64_t> config_bos,
                               std::optional<int64_t> config_eos, gguf::Writer& out) {
-  LLAISYS_ASSIGN_OR_RETURN(json::object tokenizer, read_object(hf_dir / "tokenizer.json"));
+  LLAISYS_ASSIGN_OR_RETURN(json::object tokenizer, read_json_object(hf_dir / "tokenizer.json"));
   json::object config;
   if (fs::exists(hf_dir / "tokenizer_config.json")) {
-    LLAISYS_ASSIGN_OR_RETURN(config, read_object(hf_dir / "tokenizer_config.json"));
+    LLAISYS_ASSIGN_OR_RETURN(config, read_json_object(hf_dir / "tokenizer_config.json"));
   }
   const json::value* model_value = tokenizer.if_contains("model");
   if (model_value == nullptr || !model_value->is_object() || str(model_value->as_object().if_contains("type")) != "BPE") {

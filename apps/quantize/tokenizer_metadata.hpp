@@ -6,9 +6,14 @@
 #include <filesystem>
 #include <optional>
 
+#include <boost/json.hpp>
+
 #include "llaisys/model/gguf.hpp"
 
 namespace llaisys::convert {
+
+// A JSON file that must hold an object (not_found / parse_error naming the file otherwise).
+Result<boost::json::object> read_json_object(const std::filesystem::path& path);
 
 // `vocab_size`: the model's embedding rows (the token list is padded to it); `config_bos` /
 // `config_eos`: config.json's ids, used where tokenizer_config.json names no token.

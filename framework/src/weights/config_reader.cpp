@@ -74,9 +74,8 @@ Result<ConfigReader> ConfigReader::parse(std::string_view config_json,
 Result<ConfigReader> ConfigReader::load(const std::filesystem::path& model_dir) {
   if (gguf::is_gguf_file(model_dir)) {  // its metadata, as config.json (gguf_model.hpp)
     const std::string source = model_dir.string();
-    LLAISYS_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(model_dir, WeightLoading::map));
-    LLAISYS_ASSIGN_OR_RETURN(gguf::File parsed, gguf::File::parse(file.bytes(), source));
-    LLAISYS_ASSIGN_OR_RETURN(std::string config, gguf::gguf_config_json(parsed, source));
+    LLAISYS_ASSIGN_OR_RETURN(auto opened, gguf::open_gguf(model_dir));
+    LLAISYS_ASSIGN_OR_RETURN(std::string config, gguf::gguf_config_json(opened->parsed, source));
     return parse(config, std::nullopt, fmt::format("{} (metadata as config.json)", source));
   }
   const std::filesystem::path config_path = model_dir / "config.json";

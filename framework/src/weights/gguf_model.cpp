@@ -141,6 +141,13 @@ bool is_gguf_file(const fs::path& path) {
   return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
+Result<std::unique_ptr<const MappedGguf>> open_gguf(const fs::path& path) {
+  auto opened = std::make_unique<MappedGguf>();
+  LLAISYS_ASSIGN_OR_RETURN(opened->file, MappedFile::open(path, WeightLoading::map));
+  LLAISYS_ASSIGN_OR_RETURN(opened->parsed, File::parse(opened->file.bytes(), path.string()));
+  return std::unique_ptr<const MappedGguf>(std::move(opened));
+}
+
 Result<std::string> gguf_config_json(const File& file, std::string_view source) {
   LLAISYS_ASSIGN_OR_RETURN(const Architecture* arch, architecture_of(file, source));
   const Metadata m(file, source);

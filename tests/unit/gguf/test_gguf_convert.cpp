@@ -11,7 +11,7 @@
 
 #include "generated_model.hpp"
 #include "gguf_convert.hpp"
-#include "llaisys/model/gguf.hpp"
+#include "llaisys/model/gguf_model.hpp"
 #include "llaisys/model/safetensors.hpp"
 #include "temp_dir.hpp"
 
@@ -33,19 +33,10 @@ fs::path model_with_tokenizer(const TempDir& dir, const std::string& shape, cons
   return out;
 }
 
-struct Opened {
-  MappedFile file;
-  gguf::File parsed;
-};
-std::unique_ptr<Opened> open(const fs::path& path) {
-  auto o = std::make_unique<Opened>();
-  auto file = MappedFile::open(path);
-  REQUIRE(file.ok());
-  o->file = std::move(file).value();
-  auto parsed = gguf::File::parse(o->file.bytes(), path.string());
-  REQUIRE(parsed.ok());
-  o->parsed = std::move(parsed).value();
-  return o;
+std::unique_ptr<const gguf::MappedGguf> open(const fs::path& path) {
+  auto opened = gguf::open_gguf(path);
+  REQUIRE(opened.ok());
+  return std::move(opened).value();
 }
 
 // Two metadata values equal (type and content, arrays element by element).

@@ -12,8 +12,7 @@
 #include <openssl/evp.h>
 
 #include "cpu/quant.hpp"
-#include "llaisys/model/gguf.hpp"
-#include "llaisys/model/safetensors.hpp"
+#include "llaisys/model/gguf_model.hpp"
 
 namespace llaisys {
 namespace {
@@ -47,10 +46,9 @@ TEST_CASE("every tensor of the eight GGUF files dequantizes to ggml's exact valu
   int checked = 0;
   for (const auto& [file_name, tensors] : files) {
     const fs::path path = kFixture / std::string(file_name);
-    auto mapped = MappedFile::open(path);
-    REQUIRE(mapped.ok());
-    auto file = gguf::File::parse(mapped->bytes(), path.string());
-    REQUIRE(file.ok());
+    auto opened = gguf::open_gguf(path);
+    REQUIRE(opened.ok());
+    const gguf::File* file = &(*opened)->parsed;
     REQUIRE(file->tensors().size() == tensors.as_object().size());
     for (const auto& [tensor_name, info] : tensors.as_object()) {
       CAPTURE(std::string(file_name), std::string(tensor_name));

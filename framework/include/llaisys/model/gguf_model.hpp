@@ -20,16 +20,25 @@
 // model computes and that the translation does not carry (e.g. llama 3.1's `rope_freqs` tensor).
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "llaisys/model/gguf.hpp"
+#include "llaisys/model/safetensors.hpp"
 
 namespace llaisys::gguf {
 
 // A regular file whose first four bytes are "GGUF".
 bool is_gguf_file(const std::filesystem::path& path);
+
+// A GGUF file mapped and indexed; the index points into the mapping, so the two live together.
+struct MappedGguf {
+  MappedFile file;
+  File parsed;
+};
+Result<std::unique_ptr<const MappedGguf>> open_gguf(const std::filesystem::path& path);
 
 // config.json's text for the model in `file` (`source` names it in messages).
 Result<std::string> gguf_config_json(const File& file, std::string_view source);
