@@ -79,6 +79,9 @@ class ByteFallbackDecoder final : public Decoder {
     tokens = std::move(out);
   }
   bool merges_byte_tokens() const override { return true; }
+  void decode_piece(std::string& piece) const override {
+    if (const std::optional<uint8_t> byte = byte_fallback_value(piece)) piece.assign(1, static_cast<char>(*byte));
+  }
 };
 
 class FuseDecoder final : public Decoder {
@@ -114,6 +117,17 @@ class SequenceDecoder final : public Decoder {
     for (const auto& step : steps_) step->decode_chain(tokens);
   }
   bool is_per_token() const override { return steps_.size() == 1 && steps_[0]->is_per_token(); }
+  // After a Fuse the chain holds the whole text, so a Strip then trims only the text's ends.
+  void decode_piece(std::string& piece) const override {
+    bool fused = false;
+    for (const auto& step : steps_) {
+      if (dynamic_cast<const FuseDecoder*>(step.get()) != nullptr) {
+        fused = true;
+      } else if (!(fused && dynamic_cast<const StripDecoder*>(step.get()) != nullptr)) {
+        step->decode_piece(piece);
+      }
+    }
+  }
   bool merges_byte_tokens() const override {
     for (const auto& step : steps_) {
       if (step->merges_byte_tokens()) return true;

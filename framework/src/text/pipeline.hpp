@@ -56,6 +56,15 @@ class Decoder {
   // decodes as a whole (one U+FFFD per byte when invalid), so a later byte token can change how the
   // earlier ones of its run decode.
   virtual bool merges_byte_tokens() const { return false; }
+  // The bytes one token adds in the middle of a text (Tokenizer::piece_bytes): decode_chain of the
+  // token alone, except that a byte token is its raw byte and text-level steps (a Strip after Fuse)
+  // do nothing there.
+  virtual void decode_piece(std::string& piece) const {
+    std::vector<std::string> chain{std::move(piece)};
+    decode_chain(chain);
+    piece.clear();
+    for (const std::string& part : chain) piece += part;
+  }
 };
 
 // The byte a ByteFallback token ("<0x41>") stands for; nullopt for any other token.

@@ -282,6 +282,16 @@ std::string Tokenizer::decode_bytes(TokenId id, bool skip_special_tokens) const 
   return impl_->token_bytes[static_cast<std::size_t>(id)];
 }
 
+std::string Tokenizer::piece_bytes(TokenId id) const {
+  if (id < 0 || id >= impl_->vocab_size || is_special(id)) return {};
+  if (!impl_->token_bytes.empty()) return impl_->token_bytes[static_cast<std::size_t>(id)];
+  const std::string* raw = impl_->raw_token(id);
+  if (raw == nullptr) return {};
+  std::string piece = *raw;
+  if (impl_->decoder) impl_->decoder->decode_piece(piece);
+  return piece;
+}
+
 bool Tokenizer::is_byte_fallback_token(TokenId id) const {
   return id >= 0 && static_cast<std::size_t>(id) < impl_->byte_fallback.size() &&
          impl_->byte_fallback[static_cast<std::size_t>(id)];

@@ -68,6 +68,14 @@ class Tokenizer {
   // and as one U+FFFD per byte otherwise, so a later byte token can change the text of earlier ones.
   bool is_byte_fallback_token(TokenId id) const;
 
+  // ---- for structured output ----
+  // The bytes `id` adds to a text after other tokens, whatever the decoder: decode_bytes for
+  // byte-level ones; for SentencePiece-style chains its piece with "▁" as a space and a byte token
+  // ("<0x0A>") as its raw byte (the leading-space strip applies only at a text's start). Empty for
+  // special tokens and ids that name no token. Concatenated over a generated sequence, these are the
+  // bytes of its text before UTF-8 repair.
+  std::string piece_bytes(TokenId id) const;
+
  private:
   struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
