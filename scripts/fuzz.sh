@@ -10,7 +10,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 seconds=${1:-60}
 targets=(fuzz_chat_template fuzz_tokenizer_json fuzz_tokenizer_encode fuzz_safetensors fuzz_gguf fuzz_openai_request
-         fuzz_model_config fuzz_step_rows)
+         fuzz_model_config fuzz_step_rows fuzz_regex fuzz_gbnf fuzz_json_schema)
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
@@ -21,15 +21,20 @@ rm -rf "$work"
 mkdir -p "$work" "$findings"
 # Seeds: the 17 real chat templates, tokenizer.json samples, the tokenizer test texts, small
 # safetensors files, small GGUF files written by gguf::Writer (tensors of the computed types, every
-# value type with arrays of arrays, a version-2 vocab-only file), and the config.json of every
-# architecture's test model.
+# value type with arrays of arrays, a version-2 vocab-only file), the config.json of every
+# architecture's test model, regex patterns (JSON Schema formats, every construct, some refusals)
+# GBNF grammars and JSON Schemas.
 mkdir -p "$work/fuzz_chat_template" "$work/fuzz_tokenizer_json" "$work/fuzz_tokenizer_encode" "$work/fuzz_safetensors" \
-  "$work/fuzz_gguf" "$work/fuzz_openai_request" "$work/fuzz_model_config" "$work/fuzz_step_rows"
+  "$work/fuzz_gguf" "$work/fuzz_openai_request" "$work/fuzz_model_config" "$work/fuzz_step_rows" "$work/fuzz_regex" \
+  "$work/fuzz_gbnf" "$work/fuzz_json_schema"
 cp tests/data/chat-templates/*.jinja "$work/fuzz_chat_template/"
 cp fuzz/seeds/tokenizer_json/*.json "$work/fuzz_tokenizer_json/"
 cp fuzz/seeds/openai_request/*.json "$work/fuzz_openai_request/"
 cp fuzz/seeds/model_config/*.json "$work/fuzz_model_config/"
 cp fuzz/seeds/gguf/*.gguf "$work/fuzz_gguf/"
+cp fuzz/seeds/regex/* "$work/fuzz_regex/"
+cp fuzz/seeds/gbnf/* "$work/fuzz_gbnf/"
+cp fuzz/seeds/json_schema/* "$work/fuzz_json_schema/"
 python3 - "$work/fuzz_tokenizer_encode" <<'PY'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])

@@ -1,6 +1,7 @@
 #include "llaisys/grammar/expr.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -120,6 +121,16 @@ CodePointSet CodePointSet::all() {
 void CodePointSet::add(uint32_t lo, uint32_t hi) {
   hi = std::min(hi, kMaxCodePoint);
   if (lo > hi) return;
+  // Appending past (or onto the end of) the last range is O(1): sets built in increasing order, as
+  // complement() and add(other) build them, stay linear in their size.
+  if (ranges_.empty() || lo > ranges_.back().second + 1) {
+    ranges_.emplace_back(lo, hi);
+    return;
+  }
+  if (lo >= ranges_.back().first) {
+    ranges_.back().second = std::max(ranges_.back().second, hi);
+    return;
+  }
   std::vector<std::pair<uint32_t, uint32_t>> out;
   out.reserve(ranges_.size() + 1);
   bool placed = false;
@@ -143,7 +154,12 @@ void CodePointSet::add(uint32_t lo, uint32_t hi) {
 }
 
 void CodePointSet::add(const CodePointSet& other) {
-  for (const auto& [a, b] : other.ranges_) add(a, b);
+  // Both lists are sorted: merge them by start and re-add in order (each add is then an append).
+  std::vector<std::pair<uint32_t, uint32_t>> merged;
+  merged.reserve(ranges_.size() + other.ranges_.size());
+  std::merge(ranges_.begin(), ranges_.end(), other.ranges_.begin(), other.ranges_.end(), std::back_inserter(merged));
+  ranges_.clear();
+  for (const auto& [a, b] : merged) add(a, b);
 }
 
 CodePointSet CodePointSet::complement() const {

@@ -422,14 +422,12 @@ Result<std::shared_ptr<const Grammar>> GrammarBuilder::build(int32_t root, const
                       "rule '{}' matches no finite text (a recursion without a base case, or an unsatisfiable constraint)",
                       rules[0].name);
   }
-  int64_t edges = 0;
   for (std::size_t i = 0; i < n; ++i) {
     for (RuleState& st : rules[i].states) {
       std::erase_if(st.bytes, [&](const ByteEdge& e) { return !live[i][static_cast<std::size_t>(e.next)]; });
       std::erase_if(st.calls, [&](const CallEdge& c) {
         return !productive[static_cast<std::size_t>(c.rule)] || !live[i][static_cast<std::size_t>(c.next)];
       });
-      edges += static_cast<int64_t>(st.bytes.size() + st.calls.size());
     }
   }
   grammar->root_ = 0;

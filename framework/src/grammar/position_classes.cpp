@@ -59,14 +59,72 @@ std::vector<std::bitset<256>> compute_first_bytes(const Grammar& g) {
   return first;
 }
 
+// follow[R]: for every call of R (from state s of rule r, returning to `next`), the bytes that can
+// start what follows from `next` in r, and follow[r] when r can end from `next` without a byte.
+std::vector<std::bitset<256>> compute_follow_bytes(const Grammar& g, const std::vector<std::bitset<256>>& first) {
+  const std::size_t n = g.rules().size();
+  std::vector<std::bitset<256>> follow(n);
+  // For each (rule, state): the bytes that can come next within the rule (FIRST of the position),
+  // and whether the rule can end from there without a byte.
+  struct Local {
+    std::bitset<256> bytes;
+    bool can_end = false;
+  };
+  std::vector<std::vector<Local>> local(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    const Rule& rule = g.rules()[r];
+    local[r].resize(rule.states.size());
+    for (std::size_t s = 0; s < rule.states.size(); ++s) {
+      std::vector<char> seen(rule.states.size(), 0);
+      std::vector<int32_t> stack{static_cast<int32_t>(s)};
+      seen[s] = 1;
+      Local& out = local[r][s];
+      while (!stack.empty()) {
+        const RuleState& st = rule.states[static_cast<std::size_t>(stack.back())];
+        stack.pop_back();
+        out.can_end = out.can_end || st.final;
+        for (const ByteEdge& e : st.bytes) {
+          for (unsigned b = e.lo; b <= e.hi; ++b) out.bytes.set(b);
+        }
+        for (const CallEdge& c : st.calls) {
+          out.bytes |= first[static_cast<std::size_t>(c.rule)];
+          if (g.rule(c.rule).nullable && !seen[static_cast<std::size_t>(c.next)]) {
+            seen[static_cast<std::size_t>(c.next)] = 1;
+            stack.push_back(c.next);
+          }
+        }
+      }
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t r = 0; r < n; ++r) {
+      for (const RuleState& st : g.rules()[r].states) {
+        for (const CallEdge& c : st.calls) {
+          const Local& after = local[r][static_cast<std::size_t>(c.next)];
+          std::bitset<256> f = follow[static_cast<std::size_t>(c.rule)] | after.bytes;
+          if (after.can_end) f |= follow[r];
+          if (f != follow[static_cast<std::size_t>(c.rule)]) {
+            follow[static_cast<std::size_t>(c.rule)] = f;
+            changed = true;
+          }
+        }
+      }
+    }
+  }
+  return follow;
+}
+
 std::shared_ptr<const PositionClasses> classify(const Grammar& grammar, const std::vector<std::bitset<256>>& first,
-                                                const TokenVocabulary& vocab, int32_t rule, int32_t state) {
+                                                const std::bitset<256>& follow, const TokenVocabulary& vocab,
+                                                int32_t rule, int32_t state) {
   const std::vector<TrieNode>& nodes = vocab.nodes();
   const std::vector<TokenId>& ids = vocab.token_ids();
   std::vector<StackNode> arena{StackNode{.rule = rule, .state = state, .parent = kSentinel, .depth = 0}};
   Stepper stepper(grammar, first, arena, kClassifyMaxNodes, kClassifyMaxDepth);
-  // Level L holds the configuration after the first L bytes of the current trie path, its closure,
-  // and whether some path could have returned below the position before byte L + 1 (`escaped`).
+  // Level L holds the configuration after the first L bytes of the current trie path and its
+  // closure; escaped[L]: some path could have returned below the position after k < L bytes with
+  // byte k + 1 one that may follow the rule (so the token's fate depends on the stack).
   // The arena is append-only in preorder, so what deeper levels made is dropped by truncation.
   const std::size_t levels = static_cast<std::size_t>(vocab.max_depth()) + 1;
   std::vector<std::vector<int32_t>> config(levels);
@@ -102,12 +160,12 @@ std::shared_ptr<const PositionClasses> classify(const Grammar& grammar, const st
     if (!closed[up]) {
       arena.resize(config_mark[up]);
       closure_ok[up] = stepper.close(config[up], -1, closure[up]) ? 1 : 0;
-      escaped[up] = static_cast<char>((up > 0 && escaped[up - 1]) || closure[up].escapes);
       closure_mark[up] = arena.size();
       closed[up] = 1;
     } else {
       arena.resize(closure_mark[up]);
     }
+    escaped[d] = static_cast<char>((up > 0 && escaped[up]) || (closure[up].escapes && follow.test(node.byte)));
     // Past the limits, the subtree is left to the full check at run time.
     if (!closure_ok[up] || !stepper.advance(closure[up], node.byte, config[d])) {
       uncertain_subtree(i, node.subtree_end);
@@ -121,7 +179,7 @@ std::shared_ptr<const PositionClasses> classify(const Grammar& grammar, const st
       ++i;
       continue;
     }
-    if (escaped[up]) uncertain_subtree(i, node.subtree_end);
+    if (escaped[d]) uncertain_subtree(i, node.subtree_end);
     i = node.subtree_end;
   }
   if (num_accepted * 32 >= static_cast<std::size_t>(vocab.vocab_size())) {
@@ -142,6 +200,7 @@ std::shared_ptr<const CompiledGrammar> CompiledGrammar::create(std::shared_ptr<c
                                                                std::shared_ptr<const TokenVocabulary> vocab) {
   std::shared_ptr<CompiledGrammar> c(new CompiledGrammar());
   c->first_ = compute_first_bytes(*grammar);
+  c->follow_ = compute_follow_bytes(*grammar, c->first_);
   c->fingerprints_.assign(grammar->rules().size(), 0);
   c->classes_.resize(grammar->rules().size());
   for (std::size_t r = 0; r < grammar->rules().size(); ++r) c->classes_[r].resize(grammar->rules()[r].states.size());
@@ -157,12 +216,18 @@ std::shared_ptr<const PositionClasses> CompiledGrammar::classes(int32_t rule, in
     auto& slot = classes_[static_cast<std::size_t>(rule)][static_cast<std::size_t>(state)];
     if (slot) return slot;
     uint64_t& f = fingerprints_[static_cast<std::size_t>(rule)];
-    if (f == 0) f = grammar_->fingerprint(rule) | 1u;
+    if (f == 0) {
+      // Classes depend on the rule's automaton (and what it calls) and on what may follow it.
+      uint64_t h = grammar_->fingerprint(rule);
+      const std::bitset<256>& follow = follow_[static_cast<std::size_t>(rule)];
+      for (unsigned b = 0; b < 256; ++b) h = (h ^ (follow.test(b) ? b + 1 : 0)) * 0x100000001b3ull;
+      f = h | 1u;
+    }
     fingerprint = f;
   }
   std::shared_ptr<const PositionClasses> found = vocab_->cached(fingerprint, state);
   if (!found) {
-    found = classify(*grammar_, first_, *vocab_, rule, state);
+    found = classify(*grammar_, first_, follow_[static_cast<std::size_t>(rule)], *vocab_, rule, state);
     vocab_->store(fingerprint, state, found);
   }
   std::lock_guard lock(mutex_);

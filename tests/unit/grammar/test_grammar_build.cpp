@@ -6,68 +6,10 @@
 
 #include "llaisys/grammar/grammar.hpp"
 #include "llaisys/grammar/reference_match.hpp"
+#include "automaton_match.hpp"
 
 using namespace llaisys::grammar;
 
-namespace {
-
-// Runs the automaton with an explicit stack set (no token machinery): true when `text` is accepted.
-bool automaton_match(const Grammar& g, std::string_view text) {
-  struct Frame {
-    int32_t rule, state;
-  };
-  using Stack = std::vector<Frame>;
-  auto closure = [&](std::vector<Stack> stacks) {
-    std::vector<Stack> out;
-    while (!stacks.empty()) {
-      Stack s = std::move(stacks.back());
-      stacks.pop_back();
-      bool seen = false;
-      for (const Stack& o : out) {
-        if (o.size() == s.size() && std::equal(o.begin(), o.end(), s.begin(), [](const Frame& a, const Frame& b) {
-              return a.rule == b.rule && a.state == b.state;
-            })) {
-          seen = true;
-        }
-      }
-      if (seen || s.size() > 64) continue;
-      const RuleState& st = g.rule(s.back().rule).states[static_cast<std::size_t>(s.back().state)];
-      for (const CallEdge& c : st.calls) {
-        Stack t = s;
-        t.back().state = c.next;
-        t.push_back(Frame{c.rule, 0});
-        stacks.push_back(std::move(t));
-      }
-      if (st.final && s.size() > 1) {
-        Stack t = s;
-        t.pop_back();
-        stacks.push_back(std::move(t));
-      }
-      out.push_back(std::move(s));
-    }
-    return out;
-  };
-  std::vector<Stack> current = closure({Stack{Frame{g.root(), 0}}});
-  for (const char c : text) {
-    std::vector<Stack> next;
-    for (const Stack& s : current) {
-      const int32_t to = g.rule(s.back().rule).states[static_cast<std::size_t>(s.back().state)].step(static_cast<uint8_t>(c));
-      if (to >= 0) {
-        Stack t = s;
-        t.back().state = to;
-        next.push_back(std::move(t));
-      }
-    }
-    current = closure(std::move(next));
-    if (current.empty()) return false;
-  }
-  for (const Stack& s : current) {
-    if (s.size() == 1 && g.rule(s.back().rule).states[static_cast<std::size_t>(s.back().state)].final) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 TEST_CASE("automaton agrees with the reference matcher", "[grammar]") {
   GrammarBuilder b;
@@ -90,11 +32,11 @@ TEST_CASE("automaton agrees with the reference matcher", "[grammar]") {
     const bool want = reference_match(b.exprs(), root, s);
     positives += want ? 1 : 0;
     INFO(s);
-    REQUIRE(automaton_match(**g, s) == want);
+    REQUIRE(test::automaton_match(**g, s) == want);
   }
   CHECK(positives > 30);
-  CHECK(automaton_match(**g, "[[a,bb],[],ccc]"));
-  CHECK_FALSE(automaton_match(**g, "[aaaa]"));
+  CHECK(test::automaton_match(**g, "[[a,bb],[],ccc]"));
+  CHECK_FALSE(test::automaton_match(**g, "[aaaa]"));
 }
 
 TEST_CASE("UTF-8 classes hold exactly the code points asked for", "[grammar]") {
@@ -107,10 +49,10 @@ TEST_CASE("UTF-8 classes hold exactly the code points asked for", "[grammar]") {
   const int32_t root = b.add_rule("root", star(utf8_class(set)));
   auto g = b.build(root);
   REQUIRE(g.ok());
-  CHECK(automaton_match(**g, "AB\xCE\xB1\xE4\xB8\x80\xF0\x9F\x98\x80"));
-  CHECK_FALSE(automaton_match(**g, "a"));
-  CHECK_FALSE(automaton_match(**g, "\xCE\xB1\xCE"));           // truncated
-  CHECK_FALSE(automaton_match(**g, "\xE4\xB8\x90"));           // U+4E10, outside
+  CHECK(test::automaton_match(**g, "AB\xCE\xB1\xE4\xB8\x80\xF0\x9F\x98\x80"));
+  CHECK_FALSE(test::automaton_match(**g, "a"));
+  CHECK_FALSE(test::automaton_match(**g, "\xCE\xB1\xCE"));           // truncated
+  CHECK_FALSE(test::automaton_match(**g, "\xE4\xB8\x90"));           // U+4E10, outside
   // Every code point of the class, and its neighbours outside.
   const std::vector<uint32_t> probes{0x40, 0x41, 0x5A, 0x5B, 0x3B0, 0x3B1, 0x3C9, 0x3CA, 0x4DFF, 0x4E00, 0x4E0F,
                                      0x4E10, 0x1F5FF, 0x1F600, 0x1F64F, 0x1F650};
@@ -132,17 +74,17 @@ TEST_CASE("UTF-8 classes hold exactly the code points asked for", "[grammar]") {
       s += static_cast<char>(0x80 | (cp & 0x3F));
     }
     INFO(cp);
-    CHECK(automaton_match(**g, s) == set.contains(cp));
+    CHECK(test::automaton_match(**g, s) == set.contains(cp));
   }
   // The complement excludes surrogates and holds everything else.
   GrammarBuilder all;
   const int32_t r = all.add_rule("root", utf8_class(set.complement()));
   auto ga = all.build(r);
   REQUIRE(ga.ok());
-  CHECK(automaton_match(**ga, "a"));
-  CHECK_FALSE(automaton_match(**ga, "A"));
-  CHECK_FALSE(automaton_match(**ga, "\xED\xA0\x80"));  // a surrogate, never valid UTF-8
-  CHECK(automaton_match(**ga, "\xF4\x8F\xBF\xBF"));    // U+10FFFF
+  CHECK(test::automaton_match(**ga, "a"));
+  CHECK_FALSE(test::automaton_match(**ga, "A"));
+  CHECK_FALSE(test::automaton_match(**ga, "\xED\xA0\x80"));  // a surrogate, never valid UTF-8
+  CHECK(test::automaton_match(**ga, "\xF4\x8F\xBF\xBF"));    // U+10FFFF
 }
 
 TEST_CASE("build refuses grammars that could never end or are too large", "[grammar]") {
@@ -189,7 +131,7 @@ TEST_CASE("build refuses grammars that could never end or are too large", "[gram
     b.set_rule(root, alt({literal("y"), ref(loop)}));
     auto g = b.build(root);
     REQUIRE(g.ok());
-    CHECK(automaton_match(**g, "y"));
+    CHECK(test::automaton_match(**g, "y"));
     CHECK((*g)->rule(0).states[0].calls.empty());
     CHECK((*g)->rule(0).states[0].step('x') < 0);
   }

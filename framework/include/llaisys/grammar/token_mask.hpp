@@ -42,6 +42,9 @@ class CompiledGrammar {
   const TokenVocabulary& vocab() const { return *vocab_; }
   // The bytes that can start a non-empty match of each rule.
   const std::vector<std::bitset<256>>& first_bytes() const { return first_; }
+  // The bytes that can come right after a match of each rule, over all its call sites (an
+  // over-approximation: a token that leaves the rule on another byte is rejected without its stack).
+  const std::vector<std::bitset<256>>& follow_bytes() const { return follow_; }
   // The token classes of position (rule, state): computed on first use, then shared.
   std::shared_ptr<const PositionClasses> classes(int32_t rule, int32_t state) const;
   // Computes every position's classes now (to move the cost to compile time); returns how many.
@@ -52,6 +55,7 @@ class CompiledGrammar {
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   std::vector<std::bitset<256>> first_;
+  std::vector<std::bitset<256>> follow_;
   mutable std::mutex mutex_;
   mutable std::vector<uint64_t> fingerprints_;  // per rule; 0: not computed yet
   mutable std::vector<std::vector<std::shared_ptr<const PositionClasses>>> classes_;  // [rule][state]
