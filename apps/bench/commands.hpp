@@ -20,6 +20,10 @@ void add_engine_command(CLI::App& app, int& exit_code);
 // The prefix cache: microseconds per evict(1) at 1k, 10k and 100k cached blocks (bench_kv.cpp).
 void add_kv_command(CLI::App& app, int& exit_code);
 
+// Structured output: schema compile time, mask time per token on the Qwen2 vocabulary, and 32
+// constrained sequences against 32 free ones (bench_structured.cpp).
+void add_structured_command(CLI::App& app, int& exit_code);
+
 // The CUDA path: D2D copy bandwidth, single-sequence decode efficiency, the 256-sequence workload
 // (bench_cuda.cpp; registered only in builds with the CUDA backend).
 void add_cuda_command(CLI::App& app, int& exit_code);

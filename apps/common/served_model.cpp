@@ -111,6 +111,12 @@ Result<ServedModel> load_served_model(const PluginRegistry& registry, const Mode
                                   to_engine_config(options.engine, options.cache_namespace), served.tokenizer);
   if (!engine.ok()) return engine.status();
   served.engine = std::move(engine).value();
+  if (served.tokenizer) {
+    served.grammars = std::make_shared<grammar::GrammarCompiler>(
+        [tokenizer = served.tokenizer, vocab_size = served.info.vocab_size, eos = served.info.eos_token_ids] {
+          return grammar::TokenVocabulary::from_tokenizer(*tokenizer, vocab_size, eos);
+        });
+  }
   return served;
 }
 

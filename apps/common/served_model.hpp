@@ -12,6 +12,7 @@
 
 #include "llaisys/core/device.hpp"
 #include "llaisys/engine/llm_engine.hpp"
+#include "llaisys/grammar/grammar_compiler.hpp"
 #include "llaisys/model/registry.hpp"
 #include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
@@ -70,6 +71,8 @@ struct ServedModel {
   // (no tokenizer, or the model's template is broken: chat_template_status says why).
   std::string chat_template_source = "none";
   std::unique_ptr<LLMEngine> engine;
+  // Structured output's grammars for this model's vocabulary (null without a tokenizer).
+  std::shared_ptr<grammar::GrammarCompiler> grammars;
 };
 
 // Opens the model (a directory or a GGUF file) through the registry, then its tokenizer (when it has one) and chat

@@ -9,7 +9,9 @@
 //    "temperature" (default --temperature), "top_p", "top_k", "min_p", "seed", "presence_penalty",
 //    "frequency_penalty", "repetition_penalty", "stop" (string or list), "stop_token_ids",
 //    "ignore_eos", "logprobs" (number of top alternatives per token, 0..20), "top_logits" (debugging:
-//    the K largest raw logits of every generated step, default --top-logits).
+//    the K largest raw logits of every generated step, default --top-logits); structured output as
+//    the server takes it: "response_format", "guided_json", "guided_regex", "guided_choice",
+//    "guided_grammar" (GBNF), "structured_outputs" (apps/common/structured_output.hpp).
 //  - .txt (or --format txt): one prompt text per line (blank lines skipped), id = line number; with
 //    --chat each line is one user message, rendered with the chat template.
 // Output: see batch_runner.hpp. Progress and the summary go to standard error.
@@ -35,6 +37,7 @@
 #include "progress.hpp"
 #include "request_fields.hpp"
 #include "served_model.hpp"
+#include "structured_output.hpp"
 
 namespace llaisys::offline {
 namespace json = boost::json;
@@ -59,6 +62,7 @@ struct ParseContext {
   const std::shared_ptr<const text::Tokenizer>& tokenizer;
   const std::optional<text::ChatTemplate>& chat_template;
   const Status& chat_template_status;  // why there is none
+  grammar::GrammarCompiler* grammars;  // null without a tokenizer
 };
 
 // Field readers shared with llaisys-server (apps/common/request_fields.hpp).
@@ -164,6 +168,13 @@ Result<GenerateRequest> parse_job(const json::value& line, const ParseContext& c
     LLAISYS_RETURN_IF_ERROR(check_range("n", *n, 1, kMaxChoices));
     request.n = static_cast<int32_t>(*n);
   }
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<grammar::GrammarSpec> spec, app::structured_output_spec(*object));
+  if (spec) {
+    if (context.grammars == nullptr) {
+      return Status(ErrorCode::invalid_argument, "structured output needs a model with a tokenizer");
+    }
+    LLAISYS_ASSIGN_OR_RETURN(request.grammar, context.grammars->compile(*spec));
+  }
   return request;
 }
 
@@ -245,7 +256,8 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
                              .info = info,
                              .tokenizer = tokenizer,
                              .chat_template = chat_template,
-                             .chat_template_status = chat_template_status};
+                             .chat_template_status = chat_template_status,
+                             .grammars = served->grammars.get()};
   const bool txt = options.format == "txt" ||
                    (options.format == "auto" && std::filesystem::path(options.input).extension() == ".txt");
   Result<std::vector<BatchJob>> jobs = txt ? read_txt(context) : read_jsonl(context);

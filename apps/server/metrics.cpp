@@ -165,6 +165,9 @@ std::string render_prometheus(const std::vector<ModelMetricsView>& models,
   simple(out, models, "llaisys_prefix_cache_hit_ratio", "gauge",
          "Prompt tokens served from the prefix cache / prompt tokens looked up (lifetime).",
          stat([](const EngineStats& s) { return s.prefix_hit_rate(); }));
+  simple(out, models, "llaisys_structured_output_mask_seconds_total", "counter",
+         "Engine time spent computing structured output's allowed-token masks.",
+         stat([](const EngineStats& s) { return static_cast<double>(s.times.mask_ns) * 1e-9; }));
   simple(out, models, "llaisys_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
          [](const ModelMetricsView& m) { return static_cast<double>(m.metrics.prompt_tokens); });
   simple(out, models, "llaisys_generation_tokens_total", "counter", "Generated tokens of finished requests.",

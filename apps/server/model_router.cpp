@@ -47,6 +47,7 @@ void ModelRouter::start_loading(std::string plugin_dir, std::string device_name,
       entry->text.max_model_len = served->engine->max_sequence_tokens();
       entry->text.tokenizer = served->tokenizer;
       entry->text.chat_template_status = served->chat_template_status;
+      entry->text.grammars = served->grammars;
       if (served->chat_template_source == "fallback: chatml") entry->text.default_stop = {"<|im_end|>"};
       auto engine = AsyncEngine::start(std::move(served->engine),
                                        {.max_in_flight = std::max(entry->admission.capacity() * kMaxEmbeddingInputs, 4096)});

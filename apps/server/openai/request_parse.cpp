@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "openai/tool_calls.hpp"
 #include "request_fields.hpp"
+#include "structured_output.hpp"
 
 namespace llaisys::server {
 namespace json = boost::json;
@@ -126,6 +128,11 @@ Status parse_common(const json::object& body, const ModelTextContext& model, Par
   }
   LLAISYS_ASSIGN_OR_RETURN(std::optional<std::string> user, string_field(body, "user"));
   out.user = user.value_or("");
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<grammar::GrammarSpec> spec, app::structured_output_spec(body));
+  if (spec) {
+    if (!model.grammars) return Status(ErrorCode::invalid_argument, "structured output needs a model with a tokenizer");
+    LLAISYS_ASSIGN_OR_RETURN(r.grammar, model.grammars->compile(*spec));
+  }
   return Status();
 }
 
@@ -294,18 +301,38 @@ Result<ParsedGenerate> parse_chat_request(const json::object& body, const ModelT
     if (!t->as_array().empty()) tools = *t;
   }
   bool tool_choice_none = false;
+  std::optional<ForcedToolCalls> forced;
   if (const json::value* c = body.if_contains("tool_choice"); c != nullptr && !c->is_null()) {
     if (c->is_string()) {
       if (c->as_string() != "none" && c->as_string() != "auto" && c->as_string() != "required") {
         return bad_field("tool_choice", "\"none\", \"auto\", \"required\" or a {\"type\": \"function\"} object");
       }
       tool_choice_none = c->as_string() == "none";
+      if (c->as_string() == "required") forced = ForcedToolCalls{};
     } else if (!c->is_object()) {
       return bad_field("tool_choice", "\"none\", \"auto\", \"required\" or a {\"type\": \"function\"} object");
+    } else {
+      const json::value* fn = c->as_object().if_contains("function");
+      const json::value* name = fn != nullptr && fn->is_object() ? fn->as_object().if_contains("name") : nullptr;
+      if (name == nullptr || !name->is_string()) {
+        return bad_field("tool_choice", "{\"type\": \"function\", \"function\": {\"name\": ...}} to force a function");
+      }
+      forced = ForcedToolCalls{.function = std::string(name->as_string())};
     }
+  }
+  if (forced && tools.is_null()) {
+    return Status(ErrorCode::invalid_argument, "'tool_choice' forces a tool call but the request has no 'tools'");
   }
   out.parse_tools = !tools.is_null() && !tool_choice_none;
   LLAISYS_RETURN_IF_ERROR(parse_common(body, model, out));
+  if (forced) {
+    if (out.request.grammar) {
+      return Status(ErrorCode::invalid_argument,
+                    "'tool_choice' forces a tool call and the request also asks for structured output; give one");
+    }
+    if (!model.grammars) return Status(ErrorCode::invalid_argument, "'tool_choice' needs a model with a tokenizer");
+    LLAISYS_ASSIGN_OR_RETURN(out.request.grammar, forced_tool_call_grammar(tools, *forced, *model.grammars));
+  }
   LLAISYS_ASSIGN_OR_RETURN(out.request.prompt_ids, render_messages(*messages, tools, model));
   LLAISYS_ASSIGN_OR_RETURN(std::optional<bool> logprobs, bool_field(body, "logprobs"));
   out.logprobs = logprobs.value_or(false);

@@ -12,6 +12,7 @@
 #include <boost/json.hpp>
 
 #include "llaisys/engine/request.hpp"
+#include "llaisys/grammar/grammar_compiler.hpp"
 #include "llaisys/model/types.hpp"
 #include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
@@ -33,6 +34,7 @@ struct ModelTextContext {
   const text::ChatTemplate* chat_template = nullptr;  // null: chat_template_status says why
   Status chat_template_status;
   std::vector<std::string> default_stop;  // e.g. "<|im_end|>" for the ChatML fallback (chat only)
+  std::shared_ptr<grammar::GrammarCompiler> grammars;  // structured output; null without a tokenizer
 };
 
 enum class ApiKind : uint8_t { chat, completion };

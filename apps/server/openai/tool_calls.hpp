@@ -7,9 +7,15 @@
 // string "name" is given back as content, unchanged. finish() flushes what is held back (an
 // unterminated block is parsed if its JSON is complete, otherwise returned as content).
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <boost/json.hpp>
+
+#include "llaisys/core/status.hpp"
+#include "llaisys/grammar/grammar_compiler.hpp"
 
 namespace llaisys::server {
 
@@ -44,5 +50,19 @@ class ToolCallParser {
 bool parse_tool_call_json(std::string_view json_text, ToolCall& call);
 
 std::string random_call_id();
+
+// tool_choice "required" (function empty: one or more calls of any tool) or a named function
+// (exactly one call of it).
+struct ForcedToolCalls {
+  std::string function;
+};
+
+// The grammar of forced tool calls in the format ToolCallParser reads:
+// "<tool_call>\n{"name":"NAME","arguments":ARGS}\n</tool_call>", calls separated by "\n", ARGS
+// held to the function's "parameters" schema (any object when it has none). invalid_argument when
+// the named function is not among `tools` or a parameters schema is refused (the keyword named).
+Result<std::shared_ptr<const grammar::CompiledGrammar>> forced_tool_call_grammar(const boost::json::value& tools,
+                                                                                 const ForcedToolCalls& forced,
+                                                                                 grammar::GrammarCompiler& grammars);
 
 }  // namespace llaisys::server

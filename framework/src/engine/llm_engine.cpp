@@ -130,6 +130,11 @@ Status LLMEngine::validate(const GenerateRequest& request) const {
   if (!stop.stop.empty() && !state_->tokenizer) {
     return Status(ErrorCode::invalid_argument, "stop strings need a model with a tokenizer");
   }
+  if (request.grammar && request.grammar->vocab().vocab_size() != vocab) {
+    return make_error(ErrorCode::invalid_argument,
+                      "the request's grammar was compiled for a vocabulary of {} tokens, not this model's {}",
+                      request.grammar->vocab().vocab_size(), vocab);
+  }
   return Status();
 }
 
@@ -215,6 +220,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     ++s.num_steps;
     const engine_detail::SamplingRows& sampling = s.outputs.sampling_rows(plan);
     s.times.prepare_ns += nanoseconds_since(mark);
+    s.times.mask_ns += sampling.mask_ns();
     Result<const engine_detail::StepRows*> rows = s.runner.run(plan, sampling);
     const uint64_t model_ns = nanoseconds_since(mark);
     if (rows.ok()) {

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "llaisys/core/log.hpp"
 #include "pooling.hpp"
 
@@ -58,6 +60,7 @@ void OutputProcessor::add_generate(RequestId id, GenerateRequest request, std::s
                                                           .stop_strings = request.stop.stop},
                                  request.prompt_ids);
     }
+    if (request.grammar) choice.matcher.emplace(request.grammar);
     owners_[seqs[c]] = {id, static_cast<int32_t>(c)};
     r.choices.push_back(std::move(choice));
   }
@@ -209,6 +212,10 @@ SeqUpdate OutputProcessor::apply_token(RequestState& r, Choice& c, const StepRow
   } else if (contains_token(stop.stop_token_ids, token)) {
     reason = FinishReason::stop;
     detail = std::to_string(token);
+  } else if (c.matcher && !c.matcher->accept(token)) {
+    // The mask forbids such tokens: reaching this is a bug (or EOS under ignore_eos before the end).
+    reason = FinishReason::error;
+    detail = fmt::format("structured output: token {} does not continue the grammar", token);
   } else if (c.detokenizer) {
     text::IncrementalDetokenizer::Delta text = c.detokenizer->add(token);
     c.delta.text += text.text;
@@ -217,6 +224,8 @@ SeqUpdate OutputProcessor::apply_token(RequestState& r, Choice& c, const StepRow
       detail = stop.stop[*text.stop_index];
     }
   }
+  // A complete structure that nothing may extend ends the choice (no EOS step needed).
+  if (!reason && c.matcher && c.matcher->is_terminated()) reason = FinishReason::stop;
   if (!reason && stop.max_tokens && c.num_output_tokens >= *stop.max_tokens) reason = FinishReason::length;
   if (!reason && position + 1 >= max_sequence_tokens_) {
     reason = FinishReason::length;
@@ -224,7 +233,9 @@ SeqUpdate OutputProcessor::apply_token(RequestState& r, Choice& c, const StepRow
   }
   if (reason) {
     finish_choice(r, c, *reason, std::move(detail));
-    update.finish = *reason == FinishReason::stop ? SeqStatus::finished_stopped : SeqStatus::finished_length_capped;
+    update.finish = *reason == FinishReason::stop     ? SeqStatus::finished_stopped
+                    : *reason == FinishReason::length ? SeqStatus::finished_length_capped
+                                                      : SeqStatus::finished_error;
   }
   return update;
 }

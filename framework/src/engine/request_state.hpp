@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "llaisys/engine/request.hpp"
+#include "llaisys/grammar/token_mask.hpp"
 #include "llaisys/text/incremental_detokenizer.hpp"
 
 namespace llaisys::engine_detail {
@@ -16,6 +17,7 @@ struct Choice {
   int32_t slot = -1;                 // the model's sequence slot (penalties), -1: none held
   std::vector<TokenId> output_ids;   // kept when penalties need the history for a slot reset
   std::optional<text::IncrementalDetokenizer> detokenizer;
+  std::optional<grammar::GrammarMatcher> matcher;  // structured output: where the choice is in its grammar
   ChoiceDelta delta;                 // news since the last output
   bool has_news = false;
   bool finished = false;

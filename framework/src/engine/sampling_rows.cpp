@@ -1,6 +1,7 @@
 #include "sampling_rows.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 namespace llaisys::engine_detail {
@@ -44,6 +45,8 @@ void SamplingRows::clear() {
   bias_values_.clear();
   top_width_ = 0;
   num_logits_rows_ = 0;
+  masks_.clear();
+  mask_ns_ = 0;
 }
 
 Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t position, const ModelInfo& info,
@@ -61,6 +64,24 @@ Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t 
                 .counter = static_cast<uint64_t>(position),
                 .num_top_logprobs = p.num_logprobs};
   Extents extents;
+  if (c.matcher) {
+    const auto start = std::chrono::steady_clock::now();
+    mask_words_ = allowed_mask_words(info.vocab_size);
+    extents.mask_begin = masks_.size();
+    masks_.resize(masks_.size() + mask_words_);
+    const std::span<uint32_t> mask(masks_.data() + extents.mask_begin, mask_words_);
+    c.matcher->fill_mask(mask);
+    mask_ns_ += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    const bool any = std::any_of(mask.begin(), mask.end(), [](uint32_t w) { return w != 0u; });
+    if (!any || c.matcher->limit_reached()) {
+      masks_.resize(extents.mask_begin);
+      return Status(ErrorCode::resource_exhausted,
+                    c.matcher->limit_reached()
+                        ? "structured output: the grammar's parse passed its limits (too ambiguous or too deeply nested)"
+                        : "structured output: no token of the vocabulary can continue the grammar");
+    }
+  }
   if (row.has_penalties()) {
     if (c.slot < 0) {
       const std::optional<int32_t> slot = slots.acquire();
@@ -108,6 +129,7 @@ void SamplingRows::finish() {
     if (row.reset_slot) {
       row.history = std::span<const TokenId>(history_).subspan(e.history_begin, e.history_end - e.history_begin);
     }
+    if (e.mask_begin != SIZE_MAX) row.allowed = std::span<const uint32_t>(masks_).subspan(e.mask_begin, mask_words_);
     if (e.request != nullptr) {
       row.logit_bias_ids = e.request->bias_ids;
       row.logit_bias_values = e.request->bias_values;

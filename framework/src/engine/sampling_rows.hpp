@@ -42,6 +42,7 @@ class SamplingRows {
   std::size_t chunk(std::size_t row) const { return chunks_[row]; }
   SeqId seq(std::size_t row) const { return seqs_[row]; }
   int32_t top_width() const { return top_width_; }
+  uint64_t mask_ns() const { return mask_ns_; }  // spent on grammar masks since clear()
   int32_t num_logits_rows() const { return num_logits_rows_; }
 
  private:
@@ -49,6 +50,7 @@ class SamplingRows {
     std::size_t history_begin = 0, history_end = 0;
     std::size_t bias_begin = 0, bias_end = 0;
     const RequestState* request = nullptr;  // bias straight from the request when no extra entries
+    std::size_t mask_begin = SIZE_MAX;       // the row's allowed-token mask in masks_, if any
   };
   std::vector<SampleRow> rows_;
   std::vector<Extents> extents_;
@@ -57,6 +59,9 @@ class SamplingRows {
   std::vector<TokenId> history_;   // every reset row's history, back to back
   std::vector<TokenId> bias_ids_;  // rows whose bias has min_tokens entries added
   std::vector<float> bias_values_;
+  std::vector<uint32_t> masks_;    // grammar rows' allowed-token masks, back to back
+  std::size_t mask_words_ = 0;
+  uint64_t mask_ns_ = 0;
   int32_t top_width_ = 0;
   int32_t num_logits_rows_ = 0;
 };

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "llaisys/grammar/token_mask.hpp"
 #include "llaisys/model/types.hpp"
 #include "llaisys/sampling/sampler.hpp"
 #include "llaisys/sampling/sampling_params.hpp"
@@ -40,6 +41,10 @@ struct GenerateRequest {
   int32_t n = 1;                         // choices, sharing the prompt's KV
   bool skip_special_tokens = true;       // in the text deltas
   std::string cache_salt;                // requests with different salts never share cached KV
+  // Structured output: only tokens the grammar allows are sampled, EOS exactly when it can end, and
+  // a choice whose grammar is complete (no byte may follow) finishes with stop. Compiled against
+  // this model's vocabulary (its vocab_size). Null: unconstrained.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 enum class Pooling : uint8_t { last, mean };
