@@ -228,14 +228,6 @@ void collect_refs(const ExprPtr& e, std::vector<int32_t>& out) {
 
 }  // namespace
 
-int32_t RuleState::step(uint8_t byte) const {
-  for (const ByteEdge& e : bytes) {
-    if (byte < e.lo) return -1;
-    if (byte <= e.hi) return e.next;
-  }
-  return -1;
-}
-
 int64_t Grammar::num_states() const {
   int64_t n = 0;
   for (const Rule& r : rules_) n += static_cast<int64_t>(r.states.size());
@@ -428,6 +420,12 @@ Result<std::shared_ptr<const Grammar>> GrammarBuilder::build(int32_t root, const
       std::erase_if(st.calls, [&](const CallEdge& c) {
         return !productive[static_cast<std::size_t>(c.rule)] || !live[i][static_cast<std::size_t>(c.next)];
       });
+      if (st.bytes.size() > 4 && st.bytes.size() < 256) {
+        st.edge_of_byte.assign(256, 0);
+        for (std::size_t e = 0; e < st.bytes.size(); ++e) {
+          for (unsigned b = st.bytes[e].lo; b <= st.bytes[e].hi; ++b) st.edge_of_byte[b] = static_cast<uint8_t>(e + 1);
+        }
+      }
     }
   }
   grammar->root_ = 0;

@@ -15,14 +15,15 @@ std::size_t hash3(int32_t a, int32_t b, int32_t c) {
 }  // namespace
 
 void KeyTable::reset(std::size_t expected) {
-  std::size_t size = 16;
-  while (size < expected * 2) size <<= 1;
-  if (slots_.size() != size) {
+  num_small_ = 0;
+  hashed_ = false;
+  if (expected > kSmall) {
+    hashed_ = true;
+    std::size_t size = 16;
+    while (size < expected * 2) size <<= 1;
     slots_.assign(size, Slot{kEmpty, 0, 0, 0});
-  } else {
-    for (Slot& s : slots_) s.a = kEmpty;
+    used_ = 0;
   }
-  used_ = 0;
 }
 
 void KeyTable::grow() {
@@ -30,11 +31,29 @@ void KeyTable::grow() {
   slots_.assign(old.size() * 2, Slot{kEmpty, 0, 0, 0});
   used_ = 0;
   for (const Slot& s : old) {
-    if (s.a != kEmpty) find_or_insert(s.a, s.b, s.c, s.id);
+    if (s.a != kEmpty) hashed_find_or_insert(s.a, s.b, s.c, s.id);
   }
 }
 
 int32_t KeyTable::find_or_insert(int32_t a, int32_t b, int32_t c, int32_t id) {
+  if (!hashed_) {
+    for (std::size_t i = 0; i < num_small_; ++i) {
+      const Slot& s = small_[i];
+      if (s.a == a && s.b == b && s.c == c) return s.id;
+    }
+    if (num_small_ < kSmall) {
+      small_[num_small_++] = Slot{a, b, c, id};
+      return -1;
+    }
+    hashed_ = true;  // move the small keys into the table
+    slots_.assign(64, Slot{kEmpty, 0, 0, 0});
+    used_ = 0;
+    for (std::size_t i = 0; i < num_small_; ++i) hashed_find_or_insert(small_[i].a, small_[i].b, small_[i].c, small_[i].id);
+  }
+  return hashed_find_or_insert(a, b, c, id);
+}
+
+int32_t KeyTable::hashed_find_or_insert(int32_t a, int32_t b, int32_t c, int32_t id) {
   if ((used_ + 1) * 2 > slots_.size()) grow();
   const std::size_t mask = slots_.size() - 1;
   for (std::size_t i = hash3(a, b, c) & mask;; i = (i + 1) & mask) {
@@ -66,6 +85,14 @@ bool Stepper::close(std::span<const int32_t> config, int32_t byte, Closure& out)
   out.nodes.clear();
   out.can_end = false;
   out.escapes = false;
+  if (config.size() == 1) {  // the common case inside strings and numbers: nothing to push or pop
+    const StackNode& n = arena_[static_cast<std::size_t>(config[0])];
+    const RuleState& st = grammar_.rule(n.rule).states[static_cast<std::size_t>(n.state)];
+    if (st.calls.empty() && !st.final) {
+      out.nodes.push_back(config[0]);
+      return true;
+    }
+  }
   intern_.reset(config.size() * 4);
   members_.reset(config.size() * 4);
   for (const int32_t id : config) {
@@ -101,6 +128,15 @@ bool Stepper::close(std::span<const int32_t> config, int32_t byte, Closure& out)
 
 bool Stepper::advance(const Closure& closure, uint8_t byte, std::vector<int32_t>& next) {
   next.clear();
+  if (closure.nodes.size() == 1) {
+    const StackNode n = arena_[static_cast<std::size_t>(closure.nodes[0])];
+    const int32_t to = grammar_.rule(n.rule).states[static_cast<std::size_t>(n.state)].step(byte);
+    if (to >= 0) {
+      next.push_back(static_cast<int32_t>(arena_.size()));
+      arena_.push_back(StackNode{.rule = n.rule, .state = to, .parent = n.parent, .depth = n.depth});
+    }
+    return true;
+  }
   intern_.reset(closure.nodes.size());
   for (const int32_t id : closure.nodes) {
     const StackNode n = arena_[static_cast<std::size_t>(id)];

@@ -29,7 +29,8 @@ struct Closure {
   bool escapes = false;   // a sentinel child in a final state: the position's rule may return
 };
 
-// A small open-addressing map (a, b, c) -> id, cleared per use (configurations are small).
+// A map (a, b, c) -> id, cleared per use. Configurations are mostly a node or two, so up to kSmall
+// keys live in an array searched linearly (clearing is O(1)); past that, open addressing.
 class KeyTable {
  public:
   void reset(std::size_t expected);
@@ -40,8 +41,13 @@ class KeyTable {
   struct Slot {
     int32_t a, b, c, id;
   };
+  static constexpr std::size_t kSmall = 8;
+  Slot small_[kSmall];
+  std::size_t num_small_ = 0;
+  bool hashed_ = false;
   std::vector<Slot> slots_;
   std::size_t used_ = 0;
+  int32_t hashed_find_or_insert(int32_t a, int32_t b, int32_t c, int32_t id);
   void grow();
 };
 

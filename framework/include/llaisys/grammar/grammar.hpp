@@ -41,7 +41,20 @@ struct RuleState {
   std::vector<ByteEdge> bytes;
   std::vector<CallEdge> calls;
   bool final = false;  // the rule may end here
-  int32_t step(uint8_t byte) const;  // the next state on `byte`, or -1
+  // States with many edges (UTF-8 classes) get a byte -> edge + 1 table (0: none), so step() is one
+  // lookup: the token-mask walks call it once per trie node.
+  std::vector<uint8_t> edge_of_byte;
+  int32_t step(uint8_t byte) const {
+    if (!edge_of_byte.empty()) {
+      const uint8_t e = edge_of_byte[byte];
+      return e == 0 ? -1 : bytes[e - 1u].next;
+    }
+    for (const ByteEdge& e : bytes) {
+      if (byte < e.lo) return -1;
+      if (byte <= e.hi) return e.next;
+    }
+    return -1;
+  }
 };
 struct Rule {
   std::string name;
