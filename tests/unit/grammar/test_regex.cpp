@@ -290,7 +290,7 @@ std::string mutate(const std::string& s, const std::vector<uint32_t>& alphabet, 
       case 4:
         if (at < cps.size()) std::swap(cps[at], cps[rng() % cps.size()]);
         break;
-      default: raw_suffix = rng() % 2 ? "\xFF" : "\xC3"; break;  // invalid UTF-8 at the end
+      default: raw_suffix.assign(1, rng() % 2 ? '\xFF' : '\xC3'); break;  // invalid UTF-8 at the end
     }
   }
   std::string out;
