@@ -266,6 +266,13 @@ ExprPtr utf8_class(const CodePointSet& set) {
   return alt(std::move(alts));
 }
 
+void append_utf8(std::string& out, uint32_t cp) {
+  uint8_t bytes[4];
+  const int n = utf8_length(cp);
+  encode(cp, bytes, n);
+  out.append(reinterpret_cast<const char*>(bytes), static_cast<std::size_t>(n));
+}
+
 ExprPtr any_code_point() {
   static const ExprPtr e = utf8_class(CodePointSet::all());
   return e;

@@ -78,6 +78,8 @@ class CodePointSet {
 ExprPtr utf8_class(const CodePointSet& set);
 // Any one UTF-8 encoded code point.
 ExprPtr any_code_point();
+// Appends the UTF-8 encoding of `cp` (<= kMaxCodePoint; surrogates are encoded as they come).
+void append_utf8(std::string& out, uint32_t cp);
 
 // A human-readable rendering, for error messages and tests (not a parseable syntax).
 std::string to_debug_string(const ExprPtr& expr, int32_t max_chars = 2000);
