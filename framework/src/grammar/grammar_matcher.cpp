@@ -67,7 +67,10 @@ struct GrammarMatcher::Impl {
 };
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, const MatcherLimits& limits)
-    : grammar_(std::move(grammar)), limits_(limits), impl_(std::make_shared<Impl>(*grammar_, limits)) {}
+    : grammar_(std::move(grammar)), limits_(limits), impl_(std::make_unique<Impl>(*grammar_, limits)) {}
+GrammarMatcher::~GrammarMatcher() = default;
+GrammarMatcher::GrammarMatcher(GrammarMatcher&&) noexcept = default;
+GrammarMatcher& GrammarMatcher::operator=(GrammarMatcher&&) noexcept = default;
 
 bool GrammarMatcher::can_end() const {
   Impl& m = *impl_;

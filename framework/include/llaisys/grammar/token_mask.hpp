@@ -70,6 +70,12 @@ struct MatcherLimits {
 class GrammarMatcher {
  public:
   explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, const MatcherLimits& limits = {});
+  ~GrammarMatcher();
+  // One parse per matcher: movable, not copyable (a copy would share the parse).
+  GrammarMatcher(GrammarMatcher&&) noexcept;
+  GrammarMatcher& operator=(GrammarMatcher&&) noexcept;
+  GrammarMatcher(const GrammarMatcher&) = delete;
+  GrammarMatcher& operator=(const GrammarMatcher&) = delete;
 
   // Writes the allowed-token bitmask of the next token into mask (its first vocab().mask_words()
   // words are set; words past them are zeroed). EOS ids are allowed exactly when can_end().
@@ -96,7 +102,7 @@ class GrammarMatcher {
   struct Impl;
   std::shared_ptr<const CompiledGrammar> grammar_;
   MatcherLimits limits_;
-  std::shared_ptr<Impl> impl_;
+  std::unique_ptr<Impl> impl_;
   bool limit_reached_ = false;
   Stats stats_;
 };
