@@ -58,14 +58,20 @@ void quantize_q8_0(const float* x, uint8_t* block) {
   for (int j = 0; j < 32; ++j) qs[j] = static_cast<int8_t>(std::round(x[j] * id));
 }
 
-void quantize_q4_0(const float* x, uint8_t* block) {
-  float amax = 0.0f, max = 0.0f;  // the value of largest magnitude, with its sign
+// The block's value of largest magnitude, with its sign (the first one on ties, as ggml).
+float signed_absmax(const float* x) {
+  float amax = 0.0f, max = 0.0f;
   for (int j = 0; j < 32; ++j) {
     if (amax < std::fabs(x[j])) {
       amax = std::fabs(x[j]);
       max = x[j];
     }
   }
+  return max;
+}
+
+void quantize_q4_0(const float* x, uint8_t* block) {
+  const float max = signed_absmax(x);
   const float d = max / -8.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   store_half(block, d);
@@ -121,13 +127,7 @@ void pack_5bit(const uint8_t q[32], uint8_t* qh, uint8_t* qs) {
 }
 
 void quantize_q5_0(const float* x, uint8_t* block) {
-  float amax = 0.0f, max = 0.0f;  // the value of largest magnitude, with its sign
-  for (int j = 0; j < 32; ++j) {
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
+  const float max = signed_absmax(x);
   const float d = max / -16.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   store_half(block, d);

@@ -253,6 +253,7 @@ class Parser {
       ++pos_;
     }
     if (value > kMaxCodePoint) return error("code point above U+10FFFF");
+    if (value >= 0xD800 && value <= 0xDFFF) return error("a surrogate code point is not a character");
     return value;
   }
 

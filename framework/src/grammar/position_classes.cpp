@@ -17,39 +17,50 @@ using detail::Stepper;
 constexpr int32_t kClassifyMaxNodes = 4096;
 constexpr int32_t kClassifyMaxDepth = 1024;
 
-std::vector<std::bitset<256>> compute_first_bytes(const Grammar& g) {
-  const std::size_t n = g.rules().size();
-  std::vector<std::bitset<256>> first(n);
-  // States reachable from each rule's start without consuming a byte (through nullable calls).
-  std::vector<std::vector<int32_t>> reach(n);
-  for (std::size_t r = 0; r < n; ++r) {
-    const Rule& rule = g.rules()[r];
-    std::vector<char> seen(rule.states.size(), 0);
-    std::vector<int32_t> stack{0};
-    seen[0] = 1;
-    while (!stack.empty()) {
-      const int32_t s = stack.back();
-      stack.pop_back();
-      reach[r].push_back(s);
-      for (const CallEdge& c : rule.states[static_cast<std::size_t>(s)].calls) {
-        if (g.rule(c.rule).nullable && !seen[static_cast<std::size_t>(c.next)]) {
-          seen[static_cast<std::size_t>(c.next)] = 1;
-          stack.push_back(c.next);
-        }
+// The states of `rule` reached from `from` without consuming a byte (through calls of nullable rules).
+std::vector<int32_t> reached_without_a_byte(const Grammar& g, std::size_t rule, int32_t from) {
+  const Rule& r = g.rules()[rule];
+  std::vector<char> seen(r.states.size(), 0);
+  std::vector<int32_t> stack{from};
+  std::vector<int32_t> reached;
+  seen[static_cast<std::size_t>(from)] = 1;
+  while (!stack.empty()) {
+    const int32_t s = stack.back();
+    stack.pop_back();
+    reached.push_back(s);
+    for (const CallEdge& c : r.states[static_cast<std::size_t>(s)].calls) {
+      if (g.rule(c.rule).nullable && !seen[static_cast<std::size_t>(c.next)]) {
+        seen[static_cast<std::size_t>(c.next)] = 1;
+        stack.push_back(c.next);
       }
     }
   }
+  return reached;
+}
+
+// The bytes that can come next from `states` of `rule`: their byte edges and what their callees start with.
+std::bitset<256> next_bytes(const Grammar& g, std::size_t rule, const std::vector<int32_t>& states,
+                            const std::vector<std::bitset<256>>& first) {
+  std::bitset<256> out;
+  for (const int32_t s : states) {
+    const RuleState& st = g.rules()[rule].states[static_cast<std::size_t>(s)];
+    for (const ByteEdge& e : st.bytes) {
+      for (unsigned b = e.lo; b <= e.hi; ++b) out.set(b);
+    }
+    for (const CallEdge& c : st.calls) out |= first[static_cast<std::size_t>(c.rule)];
+  }
+  return out;
+}
+
+std::vector<std::bitset<256>> compute_first_bytes(const Grammar& g) {
+  const std::size_t n = g.rules().size();
+  std::vector<std::bitset<256>> first(n);
+  std::vector<std::vector<int32_t>> reach(n);
+  for (std::size_t r = 0; r < n; ++r) reach[r] = reached_without_a_byte(g, r, 0);
   for (bool changed = true; changed;) {
     changed = false;
     for (std::size_t r = 0; r < n; ++r) {
-      std::bitset<256> f = first[r];
-      for (const int32_t s : reach[r]) {
-        const RuleState& st = g.rules()[r].states[static_cast<std::size_t>(s)];
-        for (const ByteEdge& e : st.bytes) {
-          for (unsigned b = e.lo; b <= e.hi; ++b) f.set(b);
-        }
-        for (const CallEdge& c : st.calls) f |= first[static_cast<std::size_t>(c.rule)];
-      }
+      const std::bitset<256> f = first[r] | next_bytes(g, r, reach[r], first);
       if (f != first[r]) {
         first[r] = f;
         changed = true;
@@ -64,8 +75,7 @@ std::vector<std::bitset<256>> compute_first_bytes(const Grammar& g) {
 std::vector<std::bitset<256>> compute_follow_bytes(const Grammar& g, const std::vector<std::bitset<256>>& first) {
   const std::size_t n = g.rules().size();
   std::vector<std::bitset<256>> follow(n);
-  // For each (rule, state): the bytes that can come next within the rule (FIRST of the position),
-  // and whether the rule can end from there without a byte.
+  // Per (rule, state): what can come next within the rule, and whether it can end without a byte.
   struct Local {
     std::bitset<256> bytes;
     bool can_end = false;
@@ -75,25 +85,11 @@ std::vector<std::bitset<256>> compute_follow_bytes(const Grammar& g, const std::
     const Rule& rule = g.rules()[r];
     local[r].resize(rule.states.size());
     for (std::size_t s = 0; s < rule.states.size(); ++s) {
-      std::vector<char> seen(rule.states.size(), 0);
-      std::vector<int32_t> stack{static_cast<int32_t>(s)};
-      seen[s] = 1;
-      Local& out = local[r][s];
-      while (!stack.empty()) {
-        const RuleState& st = rule.states[static_cast<std::size_t>(stack.back())];
-        stack.pop_back();
-        out.can_end = out.can_end || st.final;
-        for (const ByteEdge& e : st.bytes) {
-          for (unsigned b = e.lo; b <= e.hi; ++b) out.bytes.set(b);
-        }
-        for (const CallEdge& c : st.calls) {
-          out.bytes |= first[static_cast<std::size_t>(c.rule)];
-          if (g.rule(c.rule).nullable && !seen[static_cast<std::size_t>(c.next)]) {
-            seen[static_cast<std::size_t>(c.next)] = 1;
-            stack.push_back(c.next);
-          }
-        }
-      }
+      const std::vector<int32_t> reached = reached_without_a_byte(g, r, static_cast<int32_t>(s));
+      local[r][s].bytes = next_bytes(g, r, reached, first);
+      local[r][s].can_end = std::any_of(reached.begin(), reached.end(), [&](int32_t t) {
+        return rule.states[static_cast<std::size_t>(t)].final;
+      });
     }
   }
   for (bool changed = true; changed;) {

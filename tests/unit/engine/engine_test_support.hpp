@@ -15,6 +15,7 @@
 #include "llaisys/model/registry.hpp"
 #include "llaisys/sampling/philox.hpp"
 #include "llaisys/sampling/sampler.hpp"
+#include "llaisys/text/tokenizer.hpp"
 #include "temp_dir.hpp"
 
 namespace llaisys::test {
@@ -114,6 +115,21 @@ inline std::map<RequestId, Collected> run_all(LLMEngine& engine, int max_steps =
   for (int step = 0; engine.has_unfinished() && step < max_steps; ++step) collect(engine.step(), results);
   REQUIRE_FALSE(engine.has_unfinished());
   return results;
+}
+
+// A mock of Qwen2's vocabulary size (EOS <|im_end|>, text tokens below 6000: plain words and
+// pieces), for tests that need the real Qwen2 tokenizer's text.
+inline constexpr const char* kQwenSizedMock = R"({"architectures": ["LlaisysMockForCausalLM"],
+  "vocab_size": 151936, "hidden_size": 8, "max_position_embeddings": 2048, "eos_token_id": 151645,
+  "mock": {"text_vocab_size": 6000, "eos_period": 40}})";
+
+inline std::shared_ptr<const text::Tokenizer> qwen2_tokenizer() {
+  static auto tokenizer = [] {
+    auto loaded = text::Tokenizer::from_model_dir(std::filesystem::path(LLAISYS_TEST_DATA_DIR) / "qwen2-tokenizer");
+    REQUIRE(loaded.ok());
+    return loaded.value();
+  }();
+  return tokenizer;
 }
 
 inline GenerateRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens) {

@@ -13,19 +13,7 @@ using namespace llaisys::test;
 
 namespace {
 
-constexpr const char* kQwenSizedMock = R"({"architectures": ["LlaisysMockForCausalLM"],
-  "vocab_size": 151936, "hidden_size": 8, "max_position_embeddings": 2048, "eos_token_id": 151645,
-  "mock": {"text_vocab_size": 6000, "eos_period": 40}})";
 constexpr TokenId kEos = 151645;
-
-std::shared_ptr<const text::Tokenizer> qwen2_tokenizer() {
-  static auto tokenizer = [] {
-    auto loaded = text::Tokenizer::from_model_dir(std::filesystem::path(LLAISYS_TEST_DATA_DIR) / "qwen2-tokenizer");
-    REQUIRE(loaded.ok());
-    return loaded.value();
-  }();
-  return tokenizer;
-}
 
 struct TestGrammar {
   grammar::GrammarBuilder builder;

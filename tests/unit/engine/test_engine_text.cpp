@@ -10,20 +10,6 @@ using namespace llaisys::test;
 
 namespace {
 
-// Qwen2-sized mock: EOS <|im_end|>; text tokens below 6000 (plain words and pieces).
-constexpr const char* kQwenSizedMock = R"({"architectures": ["LlaisysMockForCausalLM"],
-  "vocab_size": 151936, "hidden_size": 8, "max_position_embeddings": 2048, "eos_token_id": 151645,
-  "mock": {"text_vocab_size": 6000, "eos_period": 40}})";
-
-std::shared_ptr<const text::Tokenizer> qwen2_tokenizer() {
-  static auto tokenizer = [] {
-    auto loaded = text::Tokenizer::from_model_dir(std::filesystem::path(LLAISYS_TEST_DATA_DIR) / "qwen2-tokenizer");
-    REQUIRE(loaded.ok());
-    return loaded.value();
-  }();
-  return tokenizer;
-}
-
 Collected run_one(LLMEngine& engine, GenerateRequest request) {
   REQUIRE(engine.submit(std::move(request)).ok());
   auto results = run_all(engine);
