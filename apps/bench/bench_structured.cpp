@@ -175,7 +175,9 @@ Status run_compile_and_masks(const StructuredOptions& o, const text::Tokenizer& 
   fmt::print("  first visits included: p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us over {} masks (targets p50 <= 50, p99 <= 500)\n",
              percentile(first_pass, 0.5), percentile(first_pass, 0.99), percentile(first_pass, 1.0), first_pass.size());
   const auto slow = std::count_if(first_pass.begin(), first_pass.end(), [](double us) { return us > 500.0; });
-  fmt::print("  {} masks over 500 us in the first pass (first visits of positions walking most of the trie)\n", slow);
+  const grammar::CompiledGrammar::ClassifyStats stats = compiled->classify_stats();
+  fmt::print("  {} masks over 500 us in the first pass; {} positions classified, {} of them by class trie\n", slow,
+             stats.positions, stats.class_walks);
   fmt::print("  warm (same walks again):  p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us\n", percentile(second_pass, 0.5),
              percentile(second_pass, 0.99), percentile(second_pass, 1.0));
   return Status();

@@ -1,21 +1,14 @@
-// CompiledGrammar: first bytes per rule and the per-position token classes (token_mask.hpp), found by
-// one preorder walk of the vocabulary trie from the position with an unknown context below it.
+// CompiledGrammar: first and follow bytes per rule, and the per-position token classes (token_mask.hpp),
+// each found by one walk of the vocabulary's byte trie or a class trie (position_walk.hpp).
 
 #include <algorithm>
 
 #include "llaisys/grammar/token_mask.hpp"
-#include "parse_stepper.hpp"
+#include "position_walk.hpp"
 
 namespace llaisys::grammar {
 namespace {
 
-using detail::Closure;
-using detail::kSentinel;
-using detail::StackNode;
-using detail::Stepper;
-
-constexpr int32_t kClassifyMaxNodes = 4096;
-constexpr int32_t kClassifyMaxDepth = 1024;
 
 // The states of `rule` reached from `from` without consuming a byte (through calls of nullable rules).
 std::vector<int32_t> reached_without_a_byte(const Grammar& g, std::size_t rule, int32_t from) {
@@ -111,90 +104,13 @@ std::vector<std::bitset<256>> compute_follow_bytes(const Grammar& g, const std::
   return follow;
 }
 
-std::shared_ptr<const PositionClasses> classify(const Grammar& grammar, const std::vector<std::bitset<256>>& first,
-                                                const std::bitset<256>& follow, const TokenVocabulary& vocab,
-                                                int32_t rule, int32_t state) {
-  const std::vector<TrieNode>& nodes = vocab.nodes();
-  const std::vector<TokenId>& ids = vocab.token_ids();
-  std::vector<StackNode> arena{StackNode{.rule = rule, .state = state, .parent = kSentinel, .depth = 0}};
-  Stepper stepper(grammar, first, arena, kClassifyMaxNodes, kClassifyMaxDepth);
-  // Level L holds the configuration after the first L bytes of the current trie path and its
-  // closure; escaped[L]: some path could have returned below the position after k < L bytes with
-  // byte k + 1 one that may follow the rule (so the token's fate depends on the stack).
-  // The arena is append-only in preorder, so what deeper levels made is dropped by truncation.
-  const std::size_t levels = static_cast<std::size_t>(vocab.max_depth()) + 1;
-  std::vector<std::vector<int32_t>> config(levels);
-  std::vector<Closure> closure(levels);
-  std::vector<char> closed(levels, 0);
-  std::vector<char> closure_ok(levels, 0);
-  std::vector<char> escaped(levels, 0);
-  std::vector<std::size_t> config_mark(levels, 0);
-  std::vector<std::size_t> closure_mark(levels, 0);
-  config[0] = {0};
-  config_mark[0] = arena.size();
-
-  std::vector<uint32_t> bits(vocab.mask_words(), 0u);
-  std::size_t num_accepted = 0;
-  auto out = std::make_shared<PositionClasses>();
-  auto accept = [&](const TrieNode& node) {
-    for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) {
-      const auto id = static_cast<uint32_t>(ids[t]);
-      bits[id / 32] |= 1u << (id % 32);
-      ++num_accepted;
-    }
-  };
-  auto uncertain_subtree = [&](uint32_t from, uint32_t to) {
-    for (uint32_t j = from; j < to; ++j) {
-      for (uint32_t t = nodes[j].tokens_begin; t < nodes[j].tokens_end; ++t) out->uncertain.push_back(ids[t]);
-    }
-  };
-
-  for (uint32_t i = 0; i < nodes.size();) {
-    const TrieNode& node = nodes[i];
-    const std::size_t d = node.depth;
-    const std::size_t up = d - 1;
-    if (!closed[up]) {
-      arena.resize(config_mark[up]);
-      closure_ok[up] = stepper.close(config[up], -1, closure[up]) ? 1 : 0;
-      closure_mark[up] = arena.size();
-      closed[up] = 1;
-    } else {
-      arena.resize(closure_mark[up]);
-    }
-    escaped[d] = static_cast<char>((up > 0 && escaped[up]) || (closure[up].escapes && follow.test(node.byte)));
-    // Past the limits, the subtree is left to the full check at run time.
-    if (!closure_ok[up] || !stepper.advance(closure[up], node.byte, config[d])) {
-      uncertain_subtree(i, node.subtree_end);
-      i = node.subtree_end;
-      continue;
-    }
-    config_mark[d] = arena.size();
-    closed[d] = 0;
-    if (!config[d].empty()) {
-      accept(node);
-      ++i;
-      continue;
-    }
-    if (escaped[d]) uncertain_subtree(i, node.subtree_end);
-    i = node.subtree_end;
-  }
-  if (num_accepted * 32 >= static_cast<std::size_t>(vocab.vocab_size())) {
-    out->accepted_words = std::move(bits);
-  } else {
-    for (std::size_t w = 0; w < bits.size(); ++w) {
-      for (uint32_t word = bits[w]; word != 0; word &= word - 1) {
-        out->accepted_ids.push_back(static_cast<TokenId>(w * 32 + static_cast<std::size_t>(std::countr_zero(word))));
-      }
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::shared_ptr<const CompiledGrammar> CompiledGrammar::create(std::shared_ptr<const Grammar> grammar,
-                                                               std::shared_ptr<const TokenVocabulary> vocab) {
+                                                               std::shared_ptr<const TokenVocabulary> vocab,
+                                                               const MaskOptions& options) {
   std::shared_ptr<CompiledGrammar> c(new CompiledGrammar());
+  c->options_ = options;
   c->first_ = compute_first_bytes(*grammar);
   c->follow_ = compute_follow_bytes(*grammar, c->first_);
   c->fingerprints_.assign(grammar->rules().size(), 0);
@@ -223,12 +139,30 @@ std::shared_ptr<const PositionClasses> CompiledGrammar::classes(int32_t rule, in
   }
   std::shared_ptr<const PositionClasses> found = vocab_->cached(fingerprint, state);
   if (!found) {
-    found = classify(*grammar_, first_, follow_[static_cast<std::size_t>(rule)], *vocab_, rule, state);
+    const detail::PositionContext p{.grammar = *grammar_, .first = first_, .follow = follow_[static_cast<std::size_t>(rule)],
+                                    .vocab = *vocab_, .rule = rule, .state = state};
+    // A position that would walk much of the byte trie (inside a free string) walks a class trie.
+    ByteClasses classes;
+    std::shared_ptr<const TokenTrie> coarse;
+    if (detail::walk_size(p, options_.class_trie_min_nodes) >= options_.class_trie_min_nodes) {
+      classes = detail::position_byte_classes(p);
+      if (classes.count <= options_.class_trie_max_classes) coarse = vocab_->class_trie(classes);
+    }
+    bool by_class = false;
+    found = detail::classify(p, coarse.get(), &classes, &by_class);
     vocab_->store(fingerprint, state, found);
+    std::lock_guard lock(mutex_);
+    ++stats_.positions;
+    if (by_class) ++stats_.class_walks;
   }
   std::lock_guard lock(mutex_);
   classes_[static_cast<std::size_t>(rule)][static_cast<std::size_t>(state)] = found;
   return found;
+}
+
+CompiledGrammar::ClassifyStats CompiledGrammar::classify_stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
 }
 
 int64_t CompiledGrammar::precompute_all() const {

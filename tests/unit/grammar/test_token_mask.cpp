@@ -39,9 +39,12 @@ std::vector<std::string> synthetic_pieces(std::mt19937& rng, int32_t count) {
 }
 
 // Random walks through the grammar with masks, every token's bit checked against a fresh matcher.
+// With `options`, positions may walk class tries (class_trie_min_nodes 0: every one whose classes are
+// few); then the vocabulary must be one no other options used (classes are cached per vocabulary).
 void check_walks(const GrammarBuilder& builder, int32_t root, std::shared_ptr<const Grammar> g,
-                 std::shared_ptr<const TokenVocabulary> vocab, int32_t num_walks, int32_t max_steps, uint32_t seed) {
-  auto compiled = CompiledGrammar::create(g, vocab);
+                 std::shared_ptr<const TokenVocabulary> vocab, int32_t num_walks, int32_t max_steps, uint32_t seed,
+                 const MaskOptions& options = {}) {
+  auto compiled = CompiledGrammar::create(g, vocab, options);
   std::mt19937 rng(seed);
   std::vector<uint32_t> mask(vocab->mask_words());
   int64_t checked = 0;
@@ -75,6 +78,7 @@ void check_walks(const GrammarBuilder& builder, int32_t root, std::shared_ptr<co
     }
   }
   CHECK(checked > 1000);
+  if (options.class_trie_min_nodes == 0) CHECK(compiled->classify_stats().class_walks > 0);
 }
 
 }  // namespace
@@ -87,6 +91,17 @@ TEST_CASE("masks over a synthetic vocabulary equal the direct check (JSON gramma
     auto g = builder.build(root);
     REQUIRE(g.ok());
     check_walks(builder, root, *g, vocab, 12, 40, ws ? 5u : 6u);
+  }
+}
+
+TEST_CASE("masks from class-trie walks equal the direct check (JSON grammar)", "[grammar][mask]") {
+  for (const bool ws : {false, true}) {
+    std::mt19937 rng(11);
+    auto vocab = TokenVocabulary::from_pieces(synthetic_pieces(rng, 400), {1});  // its own cache
+    auto [builder, root] = grammar::test::json_grammar(ws);
+    auto g = builder.build(root);
+    REQUIRE(g.ok());
+    check_walks(builder, root, *g, vocab, 12, 40, ws ? 7u : 8u, MaskOptions{.class_trie_min_nodes = 0});
   }
 }
 

@@ -33,11 +33,21 @@ struct PositionClasses {
   }
 };
 
+// How positions are classified. A position whose walk would visit at least `class_trie_min_nodes`
+// nodes of the byte trie (inside a free string: most of the vocabulary) walks the class trie of its
+// position's byte classes instead, when it tells at most `class_trie_max_classes` classes apart.
+// Both walks give the same classes (tests compare them); only the time differs.
+struct MaskOptions {
+  int64_t class_trie_min_nodes = 8192;
+  int32_t class_trie_max_classes = 64;
+};
+
 // Internal automaton facts the matcher needs (first bytes per rule), computed once.
 class CompiledGrammar {
  public:
   static std::shared_ptr<const CompiledGrammar> create(std::shared_ptr<const Grammar> grammar,
-                                                       std::shared_ptr<const TokenVocabulary> vocab);
+                                                       std::shared_ptr<const TokenVocabulary> vocab,
+                                                       const MaskOptions& options = {});
   const Grammar& grammar() const { return *grammar_; }
   const TokenVocabulary& vocab() const { return *vocab_; }
   // The bytes that can start a non-empty match of each rule.
@@ -49,9 +59,17 @@ class CompiledGrammar {
   std::shared_ptr<const PositionClasses> classes(int32_t rule, int32_t state) const;
   // Computes every position's classes now (to move the cost to compile time); returns how many.
   int64_t precompute_all() const;
+  // Positions this grammar classified itself (not found in the vocabulary's cache), and how many of
+  // those walked a class trie.
+  struct ClassifyStats {
+    int64_t positions = 0;
+    int64_t class_walks = 0;
+  };
+  ClassifyStats classify_stats() const;
 
  private:
   CompiledGrammar() = default;
+  MaskOptions options_;
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   std::vector<std::bitset<256>> first_;
@@ -59,6 +77,7 @@ class CompiledGrammar {
   mutable std::mutex mutex_;
   mutable std::vector<uint64_t> fingerprints_;  // per rule; 0: not computed yet
   mutable std::vector<std::vector<std::shared_ptr<const PositionClasses>>> classes_;  // [rule][state]
+  mutable ClassifyStats stats_;
 };
 
 struct MatcherLimits {
