@@ -22,7 +22,7 @@ bool is_set(RequestTimes::TimePoint t) { return t.time_since_epoch().count() != 
 class GenerationJob final : public Job {
  public:
   GenerationJob(ModelEntry& model, std::unique_ptr<Reservation> reservation, RequestStream stream,
-                std::unique_ptr<GenerationResponse> response, bool streaming)
+                std::unique_ptr<GenerationWriter> response, bool streaming)
       : model_(model), reservation_(std::move(reservation)), stream_(std::move(stream)),
         response_(std::move(response)), streaming_(streaming) {}
 
@@ -35,6 +35,8 @@ class GenerationJob final : public Job {
 
   std::string poll() override {
     std::string bytes;
+    if (streaming_ && !started_) bytes += response_->stream_start();
+    started_ = true;
     while (!done_) {
       std::optional<RequestOutput> out = stream_.try_pop();
       if (!out) break;
@@ -80,8 +82,9 @@ class GenerationJob final : public Job {
   ModelEntry& model_;
   std::unique_ptr<Reservation> reservation_;
   RequestStream stream_;
-  std::unique_ptr<GenerationResponse> response_;
+  std::unique_ptr<GenerationWriter> response_;
   bool streaming_;
+  bool started_ = false;  // polled once: the stream's first events are out
   bool done_ = false;
   bool aborted_ = false;
   RequestTimes times_;
@@ -201,7 +204,7 @@ class EmbeddingJob final : public Job {
 }  // namespace
 
 std::unique_ptr<Job> make_generation_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,
-                                         RequestStream stream, std::unique_ptr<GenerationResponse> response,
+                                         RequestStream stream, std::unique_ptr<GenerationWriter> response,
                                          bool streaming) {
   return std::make_unique<GenerationJob>(model, std::move(reservation), std::move(stream), std::move(response),
                                          streaming);

@@ -12,7 +12,7 @@
 namespace llaisys::server {
 
 std::unique_ptr<Job> make_generation_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,
-                                         RequestStream stream, std::unique_ptr<GenerationResponse> response,
+                                         RequestStream stream, std::unique_ptr<GenerationWriter> response,
                                          bool streaming);
 
 std::unique_ptr<Job> make_embedding_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,

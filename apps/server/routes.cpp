@@ -38,6 +38,7 @@ std::span<const ServerApp::Route> ServerApp::routes() {
       {.path = "/metrics", .methods = {.get = true}, .api_key = true, .monitoring = true, .handler = &ServerApp::metrics},
       {.path = "/v1/chat/completions", .methods = {.post = true}, .api_key = true, .handler = &ServerApp::chat_completions},
       {.path = "/v1/completions", .methods = {.post = true}, .api_key = true, .handler = &ServerApp::completions},
+      {.path = "/v1/responses", .methods = {.post = true}, .api_key = true, .handler = &ServerApp::responses},
       {.path = "/v1/embeddings", .methods = {.post = true}, .api_key = true, .handler = &ServerApp::embeddings},
       {.path = "/tokenize", .methods = {.post = true}, .api_key = true, .handler = &ServerApp::tokenize},
       {.path = "/detokenize", .methods = {.post = true}, .api_key = true, .handler = &ServerApp::detokenize},

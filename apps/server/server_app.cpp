@@ -1,7 +1,6 @@
 #include "server_app.hpp"
 
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include <boost/json.hpp>
@@ -11,19 +10,14 @@
 #include "openai/errors.hpp"
 #include "openai/request_parse.hpp"
 #include "openai/response.hpp"
+#include "openai/responses_output.hpp"
+#include "openai/responses_request.hpp"
 #include "request_fields.hpp"
 
 namespace llaisys::server {
 namespace json = boost::json;
 
 namespace {
-
-std::string random_hex(int digits) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  std::string out;
-  while (static_cast<int>(out.size()) < digits) out += fmt::format("{:016x}", rng());
-  return out.substr(0, static_cast<std::size_t>(digits));
-}
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -124,22 +118,39 @@ Reply ServerApp::completions(const ModelCall& call) { return generate(call, /*ch
 
 Reply ServerApp::generate(const ModelCall& call, bool chat) {
   ModelEntry& model = call.model;
-  const std::string& name = model.spec.name;
   auto parsed = chat ? parse_chat_request(call.body, model.text) : parse_completion_request(call.body, model.text);
   if (!parsed.ok()) return error_reply(from_parse_status(parsed.status()));
+  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
+  auto response = std::make_unique<GenerationResponse>(*parsed, ResponseMeta{id, unix_now(), model.spec.name},
+                                                       model.tokenizer);
+  return submit_generation(call, std::move(parsed).value(), std::move(response), id);
+}
+
+Reply ServerApp::responses(const ModelCall& call) {
+  ModelEntry& model = call.model;
+  auto parsed = parse_responses_request(call.body, model.text);
+  if (!parsed.ok()) return error_reply(responses_parse_error(parsed.status()));
+  const std::string id = "resp_" + random_hex(32);
+  auto writer = std::make_unique<ResponsesWriter>(std::move(parsed->settings), parsed->generate.parse_tools,
+                                                  ResponseMeta{id, unix_now(), model.spec.name});
+  return submit_generation(call, std::move(parsed->generate), std::move(writer), id);
+}
+
+Reply ServerApp::submit_generation(const ModelCall& call, ParsedGenerate parsed,
+                                   std::unique_ptr<GenerationWriter> writer, const std::string& id) {
+  ModelEntry& model = call.model;
   if (!model.admission.try_acquire()) {
-    return error_reply(rate_limit_error(fmt::format(
-        "The model '{}' is at capacity ({} running + queued requests); retry later", name, model.admission.capacity())));
+    return error_reply(rate_limit_error(
+        fmt::format("The model '{}' is at capacity ({} running + queued requests); retry later", model.spec.name,
+                    model.admission.capacity())));
   }
   auto reservation = std::make_unique<Reservation>(&model.admission);
-  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
-  auto response = std::make_unique<GenerationResponse>(*parsed, ResponseMeta{id, unix_now(), name}, model.tokenizer);
-  auto stream = model.engine->submit(std::move(parsed->request), call.notify);
+  auto stream = model.engine->submit(std::move(parsed.request), call.notify);
   if (!stream.ok()) return submit_error(stream.status());
   Reply r;
   r.id = id;
-  r.job = make_generation_job(model, std::move(reservation), std::move(stream).value(), std::move(response),
-                              parsed->stream);
+  r.job = make_generation_job(model, std::move(reservation), std::move(stream).value(), std::move(writer),
+                              parsed.stream);
   return r;
 }
 

@@ -22,6 +22,9 @@
 
 namespace llaisys::server {
 
+struct ParsedGenerate;    // openai/request_parse.hpp
+class GenerationWriter;   // openai/response.hpp
+
 class Job {
  public:
   virtual ~Job() = default;
@@ -124,6 +127,11 @@ class ServerApp {
   Reply chat_completions(const ModelCall& call);
   Reply completions(const ModelCall& call);
   Reply generate(const ModelCall& call, bool chat);
+  Reply responses(const ModelCall& call);
+  // Admission (429 when the model is full), then the engine: the reply carries the job that
+  // renders the outputs with `writer`.
+  Reply submit_generation(const ModelCall& call, ParsedGenerate parsed, std::unique_ptr<GenerationWriter> writer,
+                          const std::string& id);
   Reply embeddings(const ModelCall& call);
   Reply tokenize(const ModelCall& call);
   Reply detokenize(const ModelCall& call);

@@ -21,6 +21,10 @@ std::string sse_data(std::string_view payload) {
   return out;
 }
 
+std::string sse_event(std::string_view type, std::string_view payload) {
+  return fmt::format("event: {}\n{}", type, sse_data(payload));
+}
+
 std::string http_chunk(std::string_view data) {
   if (data.empty()) return {};
   return fmt::format("{:x}\r\n{}\r\n", data.size(), data);

@@ -33,7 +33,8 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> forced_tool_call_grammar
                       std::string_view(forced.function).substr(0, 64));
   }
   // The cache key: the forced choice and the functions' names and schemas.
-  std::string key = "tool_calls|" + forced.function;
+  const bool one_call = !forced.function.empty() || !forced.parallel;
+  std::string key = fmt::format("tool_calls|{}|{}", forced.function, one_call ? 1 : 0);
   for (const Function& f : functions) key += fmt::format("|{}:{}:{}", f.name, f.strict ? 1 : 0, json::serialize(f.parameters));
   auto build = [&]() -> Result<std::shared_ptr<const grammar::Grammar>> {
     grammar::GrammarBuilder b;
@@ -48,8 +49,8 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> forced_tool_call_grammar
       calls.push_back(grammar::seq({grammar::literal(prefix), grammar::ref(*args), grammar::literal("}\n</tool_call>")}));
     }
     const ExprPtr call = grammar::alt(std::move(calls));
-    b.set_rule(root, forced.function.empty() ? grammar::seq({call, grammar::star(grammar::seq({grammar::literal("\n"), call}))})
-                                             : call);
+    b.set_rule(root,
+               one_call ? call : grammar::seq({call, grammar::star(grammar::seq({grammar::literal("\n"), call}))}));
     return b.build(root);
   };
   return grammars.compile(key, build);

@@ -136,39 +136,12 @@ Status parse_common(const json::object& body, const ModelTextContext& model, Par
   return Status();
 }
 
-// max_tokens (or max_completion_tokens) against the context, vLLM's way: a request that cannot fit
-// is refused with context_length_exceeded rather than silently cut.
+// max_tokens or max_completion_tokens (the latter wins) against the context.
 Status apply_max_tokens(const json::object& body, const ModelTextContext& model, ParsedGenerate& out) {
-  const auto prompt = static_cast<int64_t>(out.request.prompt_ids.size());
-  if (prompt >= model.max_model_len) {
-    return make_error(ErrorCode::resource_exhausted,
-                      "This model's maximum context length is {} tokens. However, your prompt has {} tokens, "
-                      "leaving no room for the completion.",
-                      model.max_model_len, prompt);
-  }
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> max_tokens, int_field(body, "max_completion_tokens"));
-  std::string_view key = "max_completion_tokens";
-  if (!max_tokens) {
-    LLAISYS_ASSIGN_OR_RETURN(max_tokens, int_field(body, "max_tokens"));
-    key = "max_tokens";
-  }
-  if (!max_tokens) {
-    out.request.stop.max_tokens = static_cast<int32_t>(model.max_model_len - prompt);
-    return Status();
-  }
-  if (*max_tokens < 1) return make_error(ErrorCode::invalid_argument, "'{}' must be at least 1 (got {})", key, *max_tokens);
-  if (*max_tokens > model.max_model_len) {
-    return make_error(ErrorCode::invalid_argument, "'{}' is {}, more than this model's maximum context length of {} tokens",
-                      key, *max_tokens, model.max_model_len);
-  }
-  if (prompt + *max_tokens > model.max_model_len) {
-    return make_error(ErrorCode::resource_exhausted,
-                      "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the "
-                      "prompt, {} for the completion). Please reduce the prompt or {}.",
-                      model.max_model_len, prompt + *max_tokens, prompt, *max_tokens, key);
-  }
-  out.request.stop.max_tokens = static_cast<int32_t>(*max_tokens);
-  return Status();
+  if (max_tokens) return limit_output_tokens(max_tokens, "max_completion_tokens", model, out.request);
+  LLAISYS_ASSIGN_OR_RETURN(max_tokens, int_field(body, "max_tokens"));
+  return limit_output_tokens(max_tokens, "max_tokens", model, out.request);
 }
 
 Result<std::string> join_content(const json::value& content, std::string_view role) {
@@ -260,6 +233,34 @@ Result<std::string> model_field(const json::object& body) {
   return std::string(v->as_string());
 }
 
+Status limit_output_tokens(std::optional<int64_t> max_tokens, std::string_view key, const ModelTextContext& model,
+                           GenerateRequest& request) {
+  const auto prompt = static_cast<int64_t>(request.prompt_ids.size());
+  if (prompt >= model.max_model_len) {
+    return make_error(ErrorCode::resource_exhausted,
+                      "This model's maximum context length is {} tokens. However, your prompt has {} tokens, "
+                      "leaving no room for the completion.",
+                      model.max_model_len, prompt);
+  }
+  if (!max_tokens) {
+    request.stop.max_tokens = static_cast<int32_t>(model.max_model_len - prompt);
+    return Status();
+  }
+  if (*max_tokens < 1) return make_error(ErrorCode::invalid_argument, "'{}' must be at least 1 (got {})", key, *max_tokens);
+  if (*max_tokens > model.max_model_len) {
+    return make_error(ErrorCode::invalid_argument, "'{}' is {}, more than this model's maximum context length of {} tokens",
+                      key, *max_tokens, model.max_model_len);
+  }
+  if (prompt + *max_tokens > model.max_model_len) {
+    return make_error(ErrorCode::resource_exhausted,
+                      "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the "
+                      "prompt, {} for the completion). Please reduce the prompt or {}.",
+                      model.max_model_len, prompt + *max_tokens, prompt, *max_tokens, key);
+  }
+  request.stop.max_tokens = static_cast<int32_t>(*max_tokens);
+  return Status();
+}
+
 Result<std::vector<TokenId>> render_messages(const json::value& messages, const json::value& tools,
                                              const ModelTextContext& model) {
   if (!messages.is_array() || messages.as_array().empty()) return bad_field("messages", "a non-empty list");
@@ -324,7 +325,12 @@ Result<ParsedGenerate> parse_chat_request(const json::object& body, const ModelT
     return Status(ErrorCode::invalid_argument, "'tool_choice' forces a tool call but the request has no 'tools'");
   }
   out.parse_tools = !tools.is_null() && !tool_choice_none;
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<bool> parallel, bool_field(body, "parallel_tool_calls"));
+  if (forced && parallel == false) forced->parallel = false;
   LLAISYS_RETURN_IF_ERROR(parse_common(body, model, out));
+  // At most one call when the model chooses: generation stops where the first call's block closes
+  // (ToolCallParser takes a block whose closing marker was cut off).
+  if (out.parse_tools && !forced && parallel == false) out.request.stop.stop.push_back(std::string(kToolCallClose));
   if (forced) {
     if (out.request.grammar) {
       return Status(ErrorCode::invalid_argument,

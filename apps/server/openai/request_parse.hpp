@@ -69,6 +69,12 @@ Result<ParsedGenerate> parse_chat_request(const boost::json::object& body, const
 Result<ParsedGenerate> parse_completion_request(const boost::json::object& body, const ModelTextContext& model);
 Result<ParsedEmbed> parse_embedding_request(const boost::json::object& body, const ModelTextContext& model);
 
+// The output budget `max_tokens` (named `key` in errors) against the context of `request.prompt_ids`,
+// vLLM's way: a request that cannot fit is refused with context_length_exceeded rather than silently
+// cut; without a value the request may use the rest of the context. Sets request.stop.max_tokens.
+Status limit_output_tokens(std::optional<int64_t> max_tokens, std::string_view key, const ModelTextContext& model,
+                           GenerateRequest& request);
+
 // Chat messages rendered by the template (content parts joined, tool_call arguments given to the
 // template as objects), then encoded without added special tokens.
 Result<std::vector<TokenId>> render_messages(const boost::json::value& messages, const boost::json::value& tools,

@@ -1,6 +1,7 @@
 #include "openai/response.hpp"
 
 #include <cmath>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -8,6 +9,13 @@
 
 namespace llaisys::server {
 namespace json = boost::json;
+
+std::string random_hex(int digits) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  std::string out;
+  while (static_cast<int>(out.size()) < digits) out += fmt::format("{:016x}", rng());
+  return out.substr(0, static_cast<std::size_t>(digits));
+}
 
 std::string sanitize_utf8(std::string_view s) {
   std::string out;
@@ -136,11 +144,7 @@ ToolParseResult GenerationResponse::apply(Choice& choice, const ChoiceDelta& del
   ToolParseResult result;
   if (parsed_.parse_tools) {
     result = choice.parser.feed(delta.text);
-    if (delta.finish_reason) {
-      ToolParseResult rest = choice.parser.finish();
-      result.content += rest.content;
-      for (ToolCall& c : rest.calls) result.calls.push_back(std::move(c));
-    }
+    if (delta.finish_reason) result.append(choice.parser.finish());
   } else {
     result.content = delta.text;
   }

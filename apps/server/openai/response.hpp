@@ -24,6 +24,9 @@ struct ResponseMeta {
   std::string model;
 };
 
+// `digits` random hex digits: the random part of response, item and tool call ids.
+std::string random_hex(int digits);
+
 // Bytes that are not valid UTF-8 become U+FFFD, so any token's bytes can go into JSON.
 std::string sanitize_utf8(std::string_view bytes);
 
@@ -34,21 +37,37 @@ boost::json::object usage_json(const Usage& usage);
 // logits) is null; +inf cannot occur (a logprob is at most 0) and is 0.
 boost::json::value logprob_json(float logprob);
 
-class GenerationResponse {
+// What a generation job renders the engine's outputs with: chat / completions chunks and bodies
+// (GenerationResponse below) or Responses API events and objects (openai/responses_output.hpp).
+class GenerationWriter {
+ public:
+  virtual ~GenerationWriter() = default;
+  // Streaming: the SSE events due before the engine's first output (sent with the headers).
+  virtual std::string stream_start() { return {}; }
+  // Streaming: the SSE events for one engine output, the stream's last ones after the last output.
+  virtual std::string stream_events(const RequestOutput& output) = 0;
+  // Non-streaming: collect; then body() (or error()).
+  virtual void accumulate(const RequestOutput& output) = 0;
+  virtual std::string body() const = 0;
+  // Set when the engine failed the request (finish_reason error).
+  virtual const std::optional<ApiError>& error() const = 0;
+  virtual const Usage& usage() const = 0;
+  virtual std::string finish_summary() const = 0;  // how the request ended, for the log
+};
+
+class GenerationResponse final : public GenerationWriter {
  public:
   GenerationResponse(const ParsedGenerate& parsed, ResponseMeta meta, std::shared_ptr<const text::Tokenizer> tokenizer);
 
-  // Streaming: the SSE events for one engine output; after the last output also the usage chunk
-  // (with include_usage) and "data: [DONE]". A failed request ends with an error event, then [DONE].
-  std::string stream_events(const RequestOutput& output);
-  // Non-streaming: collect; then body() (or error()).
-  void accumulate(const RequestOutput& output);
-  std::string body() const;
+  // After the last output also the usage chunk (with include_usage) and "data: [DONE]". A failed
+  // request ends with an error event, then [DONE].
+  std::string stream_events(const RequestOutput& output) override;
+  void accumulate(const RequestOutput& output) override;
+  std::string body() const override;
 
-  // Set when the engine failed the request (finish_reason error).
-  const std::optional<ApiError>& error() const { return error_; }
-  const Usage& usage() const { return usage_; }
-  std::string finish_summary() const;  // the choices' finish reasons, for the log
+  const std::optional<ApiError>& error() const override { return error_; }
+  const Usage& usage() const override { return usage_; }
+  std::string finish_summary() const override;  // the choices' finish reasons
 
  private:
   struct Choice {

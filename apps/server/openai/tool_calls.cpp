@@ -1,17 +1,13 @@
 #include "openai/tool_calls.hpp"
 
-#include <random>
-
 #include <boost/json.hpp>
-#include <fmt/format.h>
+
+#include "openai/response.hpp"
 
 namespace llaisys::server {
 namespace json = boost::json;
 
 namespace {
-constexpr std::string_view kOpen = "<tool_call>";
-constexpr std::string_view kClose = "</tool_call>";
-
 // Length of the longest suffix of `text` that is a proper prefix of `marker`.
 std::size_t partial_marker_suffix(std::string_view text, std::string_view marker) {
   const std::size_t max = std::min(text.size(), marker.size() - 1);
@@ -22,10 +18,7 @@ std::size_t partial_marker_suffix(std::string_view text, std::string_view marker
 }
 }  // namespace
 
-std::string random_call_id() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  return fmt::format("call_{:016x}{:08x}", rng(), static_cast<uint32_t>(rng()));
-}
+std::string random_call_id() { return "call_" + random_hex(24); }
 
 bool parse_tool_call_json(std::string_view json_text, ToolCall& call) {
   boost::system::error_code ec;
@@ -50,9 +43,16 @@ bool parse_tool_call_json(std::string_view json_text, ToolCall& call) {
   return true;
 }
 
+void ToolParseResult::append(ToolParseResult next) {
+  for (std::size_t offset : next.call_offsets) call_offsets.push_back(content.size() + offset);
+  content += next.content;
+  for (ToolCall& call : next.calls) calls.push_back(std::move(call));
+}
+
 bool ToolCallParser::emit_block(std::string_view block, ToolParseResult& out) {
   ToolCall call;
   if (!parse_tool_call_json(block, call)) return false;
+  out.call_offsets.push_back(out.content.size());
   out.calls.push_back(std::move(call));
   ++num_calls_;
   return true;
@@ -69,17 +69,17 @@ void ToolCallParser::drain(ToolParseResult& out, bool at_end) {
           return;
         }
         const std::string_view rest = std::string_view(buffer_).substr(next);
-        if (rest.starts_with(kOpen)) {
+        if (rest.starts_with(kToolCallOpen)) {
           buffer_.erase(0, next);
-        } else if (!at_end && kOpen.starts_with(rest)) {
+        } else if (!at_end && kToolCallOpen.starts_with(rest)) {
           return;  // maybe the next marker
         } else {
           after_call_ = false;
         }
       }
-      const std::size_t open = buffer_.find(kOpen);
+      const std::size_t open = buffer_.find(kToolCallOpen);
       if (open == std::string::npos) {
-        const std::size_t keep = at_end ? 0 : partial_marker_suffix(buffer_, kOpen);
+        const std::size_t keep = at_end ? 0 : partial_marker_suffix(buffer_, kToolCallOpen);
         out.content += buffer_.substr(0, buffer_.size() - keep);
         buffer_.erase(0, buffer_.size() - keep);
         return;
@@ -88,20 +88,20 @@ void ToolCallParser::drain(ToolParseResult& out, bool at_end) {
       buffer_.erase(0, open);  // the buffer now starts with the marker
       inside_ = true;
     }
-    const std::size_t close = buffer_.find(kClose, kOpen.size());
+    const std::size_t close = buffer_.find(kToolCallClose, kToolCallOpen.size());
     if (close == std::string::npos) {
       if (at_end) {
         // The model stopped before the closing marker: take the call if its JSON is complete.
-        if (!emit_block(std::string_view(buffer_).substr(kOpen.size()), out)) out.content += buffer_;
+        if (!emit_block(std::string_view(buffer_).substr(kToolCallOpen.size()), out)) out.content += buffer_;
         buffer_.clear();
         inside_ = false;
       }
       return;
     }
-    const std::string_view block = std::string_view(buffer_).substr(kOpen.size(), close - kOpen.size());
+    const std::string_view block = std::string_view(buffer_).substr(kToolCallOpen.size(), close - kToolCallOpen.size());
     const bool ok = emit_block(block, out);
-    if (!ok) out.content += buffer_.substr(0, close + kClose.size());
-    buffer_.erase(0, close + kClose.size());
+    if (!ok) out.content += buffer_.substr(0, close + kToolCallClose.size());
+    buffer_.erase(0, close + kToolCallClose.size());
     inside_ = false;
     if (!ok) continue;
     after_call_ = true;

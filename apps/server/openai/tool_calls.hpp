@@ -19,6 +19,9 @@
 
 namespace llaisys::server {
 
+inline constexpr std::string_view kToolCallOpen = "<tool_call>";
+inline constexpr std::string_view kToolCallClose = "</tool_call>";
+
 struct ToolCall {
   std::string id;         // "call_" + random hex
   std::string name;
@@ -28,6 +31,11 @@ struct ToolCall {
 struct ToolParseResult {
   std::string content;
   std::vector<ToolCall> calls;
+  // Where each call came in the text: calls[i] followed content[0, call_offsets[i]) (the Responses
+  // API keeps text and calls in the order the model wrote them).
+  std::vector<std::size_t> call_offsets;
+  // What the parser returned next, appended: its content after ours, its calls after ours.
+  void append(ToolParseResult next);
 };
 
 class ToolCallParser {
@@ -51,10 +59,11 @@ bool parse_tool_call_json(std::string_view json_text, ToolCall& call);
 
 std::string random_call_id();
 
-// tool_choice "required" (function empty: one or more calls of any tool) or a named function
-// (exactly one call of it).
+// tool_choice "required" (function empty: one or more calls of any tool, or exactly one when
+// parallel_tool_calls is false) or a named function (exactly one call of it).
 struct ForcedToolCalls {
   std::string function;
+  bool parallel = true;
 };
 
 // The grammar of forced tool calls in the format ToolCallParser reads:

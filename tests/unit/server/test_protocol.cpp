@@ -70,14 +70,10 @@ ToolParseResult feed_split(const std::string& text, std::vector<std::size_t> cut
   std::size_t start = 0;
   cuts.push_back(text.size());
   for (std::size_t cut : cuts) {
-    ToolParseResult r = parser.feed(std::string_view(text).substr(start, cut - start));
-    all.content += r.content;
-    for (auto& c : r.calls) all.calls.push_back(c);
+    all.append(parser.feed(std::string_view(text).substr(start, cut - start)));
     start = cut;
   }
-  ToolParseResult r = parser.finish();
-  all.content += r.content;
-  for (auto& c : r.calls) all.calls.push_back(c);
+  all.append(parser.finish());
   return all;
 }
 }  // namespace
@@ -98,7 +94,20 @@ TEST_CASE("tool calls are parsed at every split point") {
       CHECK(r.calls[1].arguments == "{}");
       CHECK(r.calls[0].id != r.calls[1].id);
       CHECK(r.calls[0].id.rfind("call_", 0) == 0);
+      CHECK(r.call_offsets == std::vector<std::size_t>{13, 13});
     }
+  }
+}
+
+TEST_CASE("each call's offset says where it came in the text") {
+  const std::string call = "<tool_call>\n{\"name\": \"f\"}\n</tool_call>";
+  const std::string text = "A" + call + "B" + call + "CD";
+  for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+    ToolParseResult r = feed_split(text, {cut});
+    INFO("split at " << cut);
+    CHECK(r.content == "ABCD");
+    REQUIRE(r.calls.size() == 2);
+    CHECK(r.call_offsets == std::vector<std::size_t>{1, 2});
   }
 }
 
@@ -462,8 +471,8 @@ std::string error_code(const Reply& reply) {
 }  // namespace
 
 TEST_CASE("routes: which paths need the API key, decided before the body is read") {
-  for (std::string_view keyed : {"/metrics", "/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/tokenize",
-                                 "/detokenize", "/v1/", "/v1/unknown", "/v1/modelsx"}) {
+  for (std::string_view keyed : {"/metrics", "/v1/chat/completions", "/v1/completions", "/v1/responses",
+                                 "/v1/embeddings", "/tokenize", "/detokenize", "/v1/", "/v1/unknown", "/v1/modelsx"}) {
     INFO(keyed);
     CHECK(ServerApp::needs_api_key(keyed));
   }
@@ -495,7 +504,8 @@ TEST_CASE("routes: 405 with Allow for a known path, 404 for others, HEAD as GET"
   CHECK(routed.call("HEAD", "/health?x").status == 503);
   for (auto [method, target, allow] : {std::tuple{"POST", "/health", "GET"}, {"DELETE", "/v1/models", "GET"},
                                        {"PUT", "/v1/models/mock", "GET"}, {"POST", "/metrics", "GET"},
-                                       {"GET", "/v1/chat/completions", "POST"}, {"HEAD", "/tokenize", "POST"},
+                                       {"GET", "/v1/chat/completions", "POST"}, {"GET", "/v1/responses", "POST"},
+                                       {"HEAD", "/tokenize", "POST"},
                                        {"PUT", "/detokenize?a=b", "POST"}}) {
     INFO(method << " " << target);
     const Reply reply = routed.call(method, target);
@@ -542,8 +552,8 @@ TEST_CASE("routes: /v1/models and /v1/models/{id}") {
 
 TEST_CASE("routes: every model route parses its body and resolves the model the same way") {
   RoutedApp routed;
-  for (std::string_view target : {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/tokenize",
-                                  "/detokenize"}) {
+  for (std::string_view target : {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings",
+                                  "/tokenize", "/detokenize"}) {
     INFO(target);
     const Reply malformed = routed.call("POST", target, "{\"model\":");
     CHECK(malformed.status == 400);

@@ -6,7 +6,7 @@ if [ "$node_major" -lt 20 ]; then
   echo "$who: node >= 20 is needed, found $(node --version)" >&2
   exit 1
 fi
-for package in openai eventsource-parser; do
+for package in openai eventsource-parser ajv yaml; do
   if [ ! -d "$e2e/node_modules/$package" ]; then
     echo "$who: the npm package $package is missing; run scripts/install-deps.sh" >&2
     exit 1
