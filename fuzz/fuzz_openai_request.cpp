@@ -33,6 +33,7 @@ const ModelTextContext& context() {
     return std::move(loaded).value();
   }();
   static const ModelTextContext model{.vocab_size = tokenizer->vocab_size(),
+                                      .hidden_size = 64,
                                       .max_model_len = kMaxModelLen,
                                       .tokenizer = tokenizer,
                                       .chat_template = &chat_template,
@@ -53,10 +54,10 @@ bool valid_ids(const std::vector<TokenId>& ids, int32_t vocab_size) {
   return true;
 }
 
-void check_generate(const Result<ParsedGenerate>& parsed, const ModelTextContext& model) {
-  if (!parsed.ok()) return check_refusal(parsed.status());
-  const GenerateRequest& r = parsed->request;
+void check_request(const ParsedGenerate& parsed, const GenerateRequest& r, const ModelTextContext& model) {
   if (!r.sampling.validate(model.vocab_size).ok()) std::abort();
+  if (r.num_prompt_logprobs < -1 || r.num_prompt_logprobs > kMaxTopLogprobs) std::abort();
+  if (parsed.best_of != 0 && (parsed.best_of <= parsed.request.n || parsed.best_of != r.n || parsed.stream)) std::abort();
   if (r.n < 1 || r.n > kMaxN) std::abort();
   if (r.stop.stop.size() > static_cast<std::size_t>(kMaxStopStrings) + model.default_stop.size()) std::abort();
   if (!valid_ids(r.prompt_ids, model.vocab_size) || !valid_ids(r.stop.stop_token_ids, model.vocab_size)) std::abort();
@@ -65,7 +66,15 @@ void check_generate(const Result<ParsedGenerate>& parsed, const ModelTextContext
                             static_cast<int64_t>(r.prompt_ids.size()) + *r.stop.max_tokens > model.max_model_len)) {
     std::abort();
   }
-  if (parsed->top_logprobs < 0 || parsed->top_logprobs > kMaxTopLogprobs) std::abort();
+  if (parsed.top_logprobs < 0 || parsed.top_logprobs > kMaxTopLogprobs) std::abort();
+}
+
+// Chat is one engine request; completions one per prompt.
+void check_generate(const Result<ParsedGenerate>& parsed, const ModelTextContext& model) {
+  if (!parsed.ok()) return check_refusal(parsed.status());
+  if (parsed->kind == ApiKind::chat) return check_request(*parsed, parsed->request, model);
+  if (parsed->prompts.empty() || parsed->prompts.size() > static_cast<std::size_t>(kMaxPrompts)) std::abort();
+  for (std::size_t i = 0; i < parsed->prompts.size(); ++i) check_request(*parsed, parsed->prompt_request(i), model);
 }
 
 }  // namespace
@@ -86,6 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     check_refusal(embed.status());
   } else {
     if (embed->inputs.empty() || embed->inputs.size() > static_cast<std::size_t>(kMaxEmbeddingInputs)) std::abort();
+    if (embed->dimensions < 0 || embed->dimensions > model.hidden_size) std::abort();
     for (const auto& input : embed->inputs) {
       if (input.empty() || input.size() > static_cast<std::size_t>(model.max_model_len) ||
           !valid_ids(input, model.vocab_size)) {

@@ -19,39 +19,44 @@ double seconds(RequestTimes::TimePoint from, RequestTimes::TimePoint to) {
 
 bool is_set(RequestTimes::TimePoint t) { return t.time_since_epoch().count() != 0; }
 
+// One engine request per prompt (a completions batch has several; chat one).
 class GenerationJob final : public Job {
  public:
-  GenerationJob(ModelEntry& model, std::unique_ptr<Reservation> reservation, RequestStream stream,
+  GenerationJob(ModelEntry& model, std::unique_ptr<Reservation> reservation, std::vector<RequestStream> streams,
                 std::unique_ptr<GenerationWriter> response, bool streaming)
-      : model_(model), reservation_(std::move(reservation)), stream_(std::move(stream)),
-        response_(std::move(response)), streaming_(streaming) {}
+      : model_(model), reservation_(std::move(reservation)), streams_(std::move(streams)),
+        response_(std::move(response)), streaming_(streaming), finished_(streams_.size(), false),
+        times_(streams_.size()), gaps_(streams_.size()) {}
 
   bool streaming() const override { return streaming_; }
-  bool done() const override { return done_; }
+  bool done() const override { return remaining_ == 0; }
   void abort() override {
     aborted_ = true;
-    stream_.abort();
+    for (RequestStream& s : streams_) s.abort();
   }
 
   std::string poll() override {
     std::string bytes;
     if (streaming_ && !started_) bytes += response_->stream_start();
     started_ = true;
-    while (!done_) {
-      std::optional<RequestOutput> out = stream_.try_pop();
-      if (!out) break;
-      times_ = out->times;
-      gaps_.observe(*out, model_.metrics);
-      if (streaming_) {
-        bytes += response_->stream_events(*out);
-      } else {
-        response_->accumulate(*out);
-      }
-      if (out->finished) {
-        done_ = true;
-        reservation_.reset();  // capacity is free as soon as the engine is done with it
+    for (std::size_t i = 0; i < streams_.size(); ++i) {
+      while (!finished_[i]) {
+        std::optional<RequestOutput> out = streams_[i].try_pop();
+        if (!out) break;
+        times_[i] = out->times;
+        gaps_[i].observe(*out, model_.metrics);
+        if (streaming_) {
+          bytes += response_->stream_events(*out, i);
+        } else {
+          response_->accumulate(*out, i);
+        }
+        if (out->finished) {
+          finished_[i] = true;
+          --remaining_;
+        }
       }
     }
+    if (remaining_ == 0) reservation_.reset();  // capacity is free as soon as the engine is done with it
     return bytes;
   }
 
@@ -61,34 +66,43 @@ class GenerationJob final : public Job {
   }
 
   void finish(int status, RequestLogEntry& log) override {
-    const Usage& usage = response_->usage();
+    const Usage usage = response_->usage();
     ModelMetrics& m = model_.metrics;
     m.count_request(status);
     m.add_tokens(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens);
-    if (is_set(times_.arrival) && is_set(times_.first_token)) {
-      const double ttft = seconds(times_.arrival, times_.first_token);
+    // A batch is timed as one request: from the first arrival to the first token of any prompt and
+    // to the last finish.
+    RequestTimes::TimePoint arrival{}, first_token{}, finished{};
+    for (const RequestTimes& t : times_) {
+      if (is_set(t.arrival) && (!is_set(arrival) || t.arrival < arrival)) arrival = t.arrival;
+      if (is_set(t.first_token) && (!is_set(first_token) || t.first_token < first_token)) first_token = t.first_token;
+      if (is_set(t.finished) && t.finished > finished) finished = t.finished;
+    }
+    if (is_set(arrival) && is_set(first_token)) {
+      const double ttft = seconds(arrival, first_token);
       m.observe_ttft(ttft);
       log.ttft_ms = ttft * 1000.0;
     }  // inter-token gaps were observed as the deltas arrived (poll)
-    if (is_set(times_.arrival) && is_set(times_.finished)) m.observe_e2e(seconds(times_.arrival, times_.finished));
+    if (is_set(arrival) && is_set(finished)) m.observe_e2e(seconds(arrival, finished));
     log.prompt_tokens = usage.prompt_tokens;
     log.completion_tokens = usage.completion_tokens;
     log.cached_tokens = usage.cached_tokens;
-    log.finish = aborted_ && !done_ ? "client disconnected" : response_->finish_summary();
-    if (aborted_ && done_) log.finish += " (client disconnected)";
+    log.finish = aborted_ && !done() ? "client disconnected" : response_->finish_summary();
+    if (aborted_ && done()) log.finish += " (client disconnected)";
   }
 
  private:
   ModelEntry& model_;
   std::unique_ptr<Reservation> reservation_;
-  RequestStream stream_;
+  std::vector<RequestStream> streams_;
   std::unique_ptr<GenerationWriter> response_;
   bool streaming_;
   bool started_ = false;  // polled once: the stream's first events are out
-  bool done_ = false;
+  std::vector<bool> finished_;
+  std::size_t remaining_ = streams_.size();
   bool aborted_ = false;
-  RequestTimes times_;
-  TokenGapTracker gaps_;
+  std::vector<RequestTimes> times_;
+  std::vector<TokenGapTracker> gaps_;
 };
 
 std::string base64_floats(const std::vector<float>& values) {
@@ -113,46 +127,49 @@ std::string base64_floats(const std::vector<float>& values) {
   return out;
 }
 
+// Keeps the first `dimensions` components, L2-normalised again (the engine normalised the whole
+// vector): what a Matryoshka-trained model's shorter embedding is.
+void truncate_embedding(std::vector<float>& values, int32_t dimensions) {
+  values.resize(std::min(values.size(), static_cast<std::size_t>(dimensions)));
+  double norm = 0.0;
+  for (float v : values) norm += static_cast<double>(v) * static_cast<double>(v);
+  norm = std::sqrt(norm);
+  if (norm == 0.0) return;
+  for (float& v : values) v = static_cast<float>(static_cast<double>(v) / norm);
+}
+
+// One engine request per input, at most kMaxEngineRequestsPerJob in flight: each finished one makes
+// room for the next, so a request of 2048 inputs never queues more than that in the engine (and
+// others' requests queue behind a window, not behind all of it).
 class EmbeddingJob final : public Job {
  public:
-  EmbeddingJob(ModelEntry& model, std::unique_ptr<Reservation> reservation, std::vector<RequestStream> streams,
-               bool base64, std::string model_name)
-      : model_(model), reservation_(std::move(reservation)), streams_(std::move(streams)), base64_(base64),
-        model_name_(std::move(model_name)), results_(streams_.size()), finished_(streams_.size(), false) {}
+  EmbeddingJob(ModelEntry& model, std::unique_ptr<Reservation> reservation, ParsedEmbed parsed, OutputNotifier notify)
+      : model_(model), reservation_(std::move(reservation)), inputs_(std::move(parsed.inputs)), base64_(parsed.base64),
+        dimensions_(parsed.dimensions), notify_(std::move(notify)), streams_(inputs_.size()),
+        results_(inputs_.size()), finished_(inputs_.size(), false) {}
 
-  bool streaming() const override { return false; }
-  bool done() const override { return remaining_ == 0; }
-  void abort() override {
-    for (RequestStream& s : streams_) s.abort();
+  // Submits the first window; a refusal there is the request's answer.
+  Status start() {
+    submit_more();
+    return submit_error_;
   }
 
+  bool streaming() const override { return false; }
+  bool done() const override { return in_flight_ == 0 && (stopped_ || next_ == inputs_.size()); }
+  void abort() override { stop(); }
+
   std::string poll() override {
-    for (std::size_t i = 0; i < streams_.size(); ++i) {
+    for (std::size_t i = first_open_; i < next_; ++i) {
       while (!finished_[i]) {
         std::optional<RequestOutput> out = streams_[i].try_pop();
         if (!out) break;
-        if (!out->finished) continue;
-        finished_[i] = true;
-        --remaining_;
-        prompt_tokens_ += out->usage.prompt_tokens;
-        cached_tokens_ += out->usage.cached_tokens;
-        for (const ChoiceDelta& c : out->choices) {
-          if (c.finish_reason == FinishReason::error || c.finish_reason == FinishReason::ignored ||
-              c.finish_reason == FinishReason::abort) {
-            if (error_.empty()) error_ = fmt::format("embedding failed: {} {}", to_string(*c.finish_reason), c.finish_detail);
-          }
-        }
-        if (out->embedding.empty() && error_.empty()) error_ = "embedding failed: the engine returned no vector";
-        // JSON has no NaN or infinity: such a vector (broken weights) fails the request by name
-        // rather than producing a reply no client can parse (also in base64, for consistency).
-        if (error_.empty() && !std::ranges::all_of(out->embedding, [](float v) { return std::isfinite(v); })) {
-          error_ = fmt::format("embedding failed: input {} gave a vector with NaN or infinite values (the model's "
-                               "weights or activations are not finite)", i);
-        }
-        results_[i] = std::move(out->embedding);
+        if (out->finished) take_result(i, std::move(*out));
       }
     }
-    if (remaining_ == 0) reservation_.reset();
+    while (first_open_ < next_ && finished_[first_open_]) streams_[first_open_++] = RequestStream();
+    if (!error_.empty()) stop();
+    submit_more();
+    if (done()) reservation_.reset();
     return {};
   }
 
@@ -174,7 +191,7 @@ class EmbeddingJob final : public Job {
     }
     return json::serialize(json::object{{"object", "list"},
                                         {"data", std::move(data)},
-                                        {"model", model_name_},
+                                        {"model", model_.spec.name},
                                         {"usage", json::object{{"prompt_tokens", prompt_tokens_},
                                                                {"total_tokens", prompt_tokens_}}}});
   }
@@ -188,14 +205,67 @@ class EmbeddingJob final : public Job {
   }
 
  private:
+  void submit_more() {
+    while (!stopped_ && next_ < inputs_.size() && in_flight_ < static_cast<std::size_t>(kMaxEngineRequestsPerJob)) {
+      EmbedRequest e{.prompt_ids = std::move(inputs_[next_]), .pooling = Pooling::last, .normalize = true};
+      auto stream = model_.engine->submit(std::move(e), notify_);
+      if (!stream.ok()) {
+        submit_error_ = stream.status();
+        if (error_.empty()) {
+          error_ = fmt::format("embedding input {} could not be submitted: {}", next_, stream.status().message());
+        }
+        stop();
+        return;
+      }
+      streams_[next_++] = std::move(stream).value();
+      ++in_flight_;
+    }
+  }
+
+  // No more submissions; the ones in flight are aborted (their last outputs still come).
+  void stop() {
+    stopped_ = true;
+    for (std::size_t i = first_open_; i < next_; ++i) {
+      if (!finished_[i]) streams_[i].abort();
+    }
+  }
+
+  void take_result(std::size_t i, RequestOutput out) {
+    finished_[i] = true;
+    --in_flight_;
+    prompt_tokens_ += out.usage.prompt_tokens;
+    cached_tokens_ += out.usage.cached_tokens;
+    for (const ChoiceDelta& c : out.choices) {
+      if (c.finish_reason == FinishReason::error || c.finish_reason == FinishReason::ignored ||
+          c.finish_reason == FinishReason::abort) {
+        if (error_.empty()) error_ = fmt::format("embedding failed: {} {}", to_string(*c.finish_reason), c.finish_detail);
+      }
+    }
+    if (out.embedding.empty() && error_.empty()) error_ = "embedding failed: the engine returned no vector";
+    // JSON has no NaN or infinity: such a vector (broken weights) fails the request by name
+    // rather than producing a reply no client can parse (also in base64, for consistency).
+    if (error_.empty() && !std::ranges::all_of(out.embedding, [](float v) { return std::isfinite(v); })) {
+      error_ = fmt::format("embedding failed: input {} gave a vector with NaN or infinite values (the model's "
+                           "weights or activations are not finite)", i);
+    }
+    results_[i] = std::move(out.embedding);
+    if (dimensions_ > 0) truncate_embedding(results_[i], dimensions_);
+  }
+
   ModelEntry& model_;
   std::unique_ptr<Reservation> reservation_;
-  std::vector<RequestStream> streams_;
+  std::vector<std::vector<TokenId>> inputs_;  // moved into the engine as they are submitted
   bool base64_;
-  std::string model_name_;
+  int32_t dimensions_;
+  OutputNotifier notify_;
+  std::vector<RequestStream> streams_;
   std::vector<std::vector<float>> results_;
   std::vector<bool> finished_;
-  std::size_t remaining_ = streams_.size();
+  std::size_t next_ = 0;        // the next input to submit
+  std::size_t first_open_ = 0;  // every input before it has finished
+  std::size_t in_flight_ = 0;
+  bool stopped_ = false;
+  Status submit_error_;
   int64_t prompt_tokens_ = 0;
   int64_t cached_tokens_ = 0;
   std::string error_;
@@ -204,16 +274,17 @@ class EmbeddingJob final : public Job {
 }  // namespace
 
 std::unique_ptr<Job> make_generation_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,
-                                         RequestStream stream, std::unique_ptr<GenerationWriter> response,
+                                         std::vector<RequestStream> streams, std::unique_ptr<GenerationWriter> response,
                                          bool streaming) {
-  return std::make_unique<GenerationJob>(model, std::move(reservation), std::move(stream), std::move(response),
+  return std::make_unique<GenerationJob>(model, std::move(reservation), std::move(streams), std::move(response),
                                          streaming);
 }
 
-std::unique_ptr<Job> make_embedding_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,
-                                        std::vector<RequestStream> streams, bool base64, std::string model_name) {
-  return std::make_unique<EmbeddingJob>(model, std::move(reservation), std::move(streams), base64,
-                                        std::move(model_name));
+Result<std::unique_ptr<Job>> start_embedding_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,
+                                                 ParsedEmbed parsed, OutputNotifier notify) {
+  auto job = std::make_unique<EmbeddingJob>(model, std::move(reservation), std::move(parsed), std::move(notify));
+  LLAISYS_RETURN_IF_ERROR(job->start());  // the streams submitted so far abort as the job drops
+  return std::unique_ptr<Job>(std::move(job));
 }
 
 }  // namespace llaisys::server

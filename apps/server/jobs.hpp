@@ -11,11 +11,14 @@
 
 namespace llaisys::server {
 
+// `streams`: one per prompt, in the order of the response's prompts.
 std::unique_ptr<Job> make_generation_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,
-                                         RequestStream stream, std::unique_ptr<GenerationWriter> response,
+                                         std::vector<RequestStream> streams, std::unique_ptr<GenerationWriter> response,
                                          bool streaming);
 
-std::unique_ptr<Job> make_embedding_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,
-                                        std::vector<RequestStream> streams, bool base64, std::string model_name);
+// Submits the first inputs (the rest follow as they finish); the engine's refusal of those is the
+// error. `notify` is the engine's notifier for every input's stream.
+Result<std::unique_ptr<Job>> start_embedding_job(ModelEntry& model, std::unique_ptr<Reservation> reservation,
+                                                 ParsedEmbed parsed, OutputNotifier notify);
 
 }  // namespace llaisys::server

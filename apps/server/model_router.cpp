@@ -44,13 +44,15 @@ void ModelRouter::start_loading(std::string plugin_dir, std::string device_name,
       entry->chat_template = std::move(served->chat_template);
       entry->chat_template_source = served->chat_template_source;
       entry->text.vocab_size = served->info.vocab_size;
+      entry->text.hidden_size = served->info.hidden_size;
       entry->text.max_model_len = served->engine->max_sequence_tokens();
       entry->text.tokenizer = served->tokenizer;
       entry->text.chat_template_status = served->chat_template_status;
       entry->text.grammars = served->grammars;
       if (served->chat_template_source == "fallback: chatml") entry->text.default_stop = {"<|im_end|>"};
       auto engine = AsyncEngine::start(std::move(served->engine),
-                                       {.max_in_flight = std::max(entry->admission.capacity() * kMaxEmbeddingInputs, 4096)});
+                                       {.max_in_flight = std::max(entry->admission.capacity() * kMaxEngineRequestsPerJob,
+                                                                  4096)});
       if (!engine.ok()) {
         on_failure(Status(engine.status()).with_context(fmt::format("model '{}'", spec.name)));
         return;

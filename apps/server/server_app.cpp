@@ -119,7 +119,7 @@ Reply ServerApp::completions(const ModelCall& call) { return generate(call, /*ch
 Reply ServerApp::generate(const ModelCall& call, bool chat) {
   ModelEntry& model = call.model;
   auto parsed = chat ? parse_chat_request(call.body, model.text) : parse_completion_request(call.body, model.text);
-  if (!parsed.ok()) return error_reply(from_parse_status(parsed.status()));
+  if (!parsed.ok()) return error_reply(from_parse_status(parsed.status(), chat ? "messages" : "prompt"));
   const std::string id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
   auto response = std::make_unique<GenerationResponse>(*parsed, ResponseMeta{id, unix_now(), model.spec.name},
                                                        model.tokenizer);
@@ -145,33 +145,38 @@ Reply ServerApp::submit_generation(const ModelCall& call, ParsedGenerate parsed,
                     model.admission.capacity())));
   }
   auto reservation = std::make_unique<Reservation>(&model.admission);
-  auto stream = model.engine->submit(std::move(parsed.request), call.notify);
-  if (!stream.ok()) return submit_error(stream.status());
+  // Chat (and the Responses API) is one engine request; a completions batch one per prompt.
+  std::vector<GenerateRequest> requests;
+  if (parsed.kind == ApiKind::chat) {
+    requests.push_back(std::move(parsed.request));
+  } else {
+    for (std::size_t i = 0; i < parsed.prompts.size(); ++i) requests.push_back(parsed.prompt_request(i));
+  }
+  std::vector<RequestStream> streams;
+  for (GenerateRequest& request : requests) {
+    auto stream = model.engine->submit(std::move(request), call.notify);
+    if (!stream.ok()) return submit_error(stream.status());  // the streams so far abort as they drop
+    streams.push_back(std::move(stream).value());
+  }
   Reply r;
   r.id = id;
-  r.job = make_generation_job(model, std::move(reservation), std::move(stream).value(), std::move(writer),
-                              parsed.stream);
+  r.job = make_generation_job(model, std::move(reservation), std::move(streams), std::move(writer), parsed.stream);
   return r;
 }
 
 Reply ServerApp::embeddings(const ModelCall& call) {
   ModelEntry& model = call.model;
   auto parsed = parse_embedding_request(call.body, model.text);
-  if (!parsed.ok()) return error_reply(from_parse_status(parsed.status()));
+  if (!parsed.ok()) return error_reply(from_parse_status(parsed.status(), "input"));
   if (!model.admission.try_acquire()) {
     return error_reply(rate_limit_error(fmt::format("The model '{}' is at capacity; retry later", model.spec.name)));
   }
   auto reservation = std::make_unique<Reservation>(&model.admission);
-  std::vector<RequestStream> streams;
-  for (std::vector<TokenId>& ids : parsed->inputs) {
-    EmbedRequest e{.prompt_ids = std::move(ids), .pooling = Pooling::last, .normalize = true};
-    auto stream = model.engine->submit(std::move(e), call.notify);
-    if (!stream.ok()) return submit_error(stream.status());  // the streams so far abort as they drop
-    streams.push_back(std::move(stream).value());
-  }
+  auto job = start_embedding_job(model, std::move(reservation), std::move(parsed).value(), call.notify);
+  if (!job.ok()) return submit_error(job.status());
   Reply r;
   r.id = "embd-" + random_hex(24);
-  r.job = make_embedding_job(model, std::move(reservation), std::move(streams), parsed->base64, model.spec.name);
+  r.job = std::move(job).value();
   return r;
 }
 

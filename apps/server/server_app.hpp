@@ -128,8 +128,8 @@ class ServerApp {
   Reply completions(const ModelCall& call);
   Reply generate(const ModelCall& call, bool chat);
   Reply responses(const ModelCall& call);
-  // Admission (429 when the model is full), then the engine: the reply carries the job that
-  // renders the outputs with `writer`.
+  // Admission (429 when the model is full), then the engine (one request per prompt of a completions
+  // batch, else one): the reply carries the job that renders the outputs with `writer`.
   Reply submit_generation(const ModelCall& call, ParsedGenerate parsed, std::unique_ptr<GenerationWriter> writer,
                           const std::string& id);
   Reply embeddings(const ModelCall& call);

@@ -45,13 +45,13 @@ std::string leading_param(const std::string& message) {
 }
 }  // namespace
 
-ApiError from_parse_status(const Status& status) {
+ApiError from_parse_status(const Status& status, std::string_view context_param) {
   switch (status.code()) {
     case ErrorCode::invalid_argument:
     case ErrorCode::parse_error:
       return invalid_request(status.message(), leading_param(status.message()));
     case ErrorCode::resource_exhausted:
-      return invalid_request(status.message(), "messages", "context_length_exceeded");
+      return invalid_request(status.message(), std::string(context_param), "context_length_exceeded");
     case ErrorCode::not_found:
       return not_found_error(status.message());
     default:

@@ -2,6 +2,7 @@
 // OpenAI error bodies: {"error": {"message", "type", "param", "code"}} and the HTTP status to send.
 
 #include <string>
+#include <string_view>
 
 #include "llaisys/core/status.hpp"
 
@@ -23,9 +24,9 @@ ApiError unavailable_error(std::string message);
 ApiError internal_error(std::string message);
 
 // A Status from request parsing or the engine: invalid_argument -> 400 (param guessed from a leading
-// 'field' in the message), resource_exhausted from parsing -> 400 context_length_exceeded,
-// not_found -> 404, anything else -> 500.
-ApiError from_parse_status(const Status& status);
+// 'field' in the message), resource_exhausted from parsing -> 400 context_length_exceeded naming
+// `context_param` (the field that holds the prompt), not_found -> 404, anything else -> 500.
+ApiError from_parse_status(const Status& status, std::string_view context_param = "messages");
 
 // The JSON body: {"error": {...}}.
 std::string error_body(const ApiError& error);

@@ -136,12 +136,43 @@ Status parse_common(const json::object& body, const ModelTextContext& model, Par
   return Status();
 }
 
-// max_tokens or max_completion_tokens (the latter wins) against the context.
-Status apply_max_tokens(const json::object& body, const ModelTextContext& model, ParsedGenerate& out) {
+// The output budget `max_tokens` (named `key` in errors) for a prompt of `prompt` tokens, against
+// the context, vLLM's way: a request that cannot fit is refused with context_length_exceeded rather
+// than silently cut. Absent, it is `default_max` (at most the rest of the context), or the rest of
+// the context.
+Result<int32_t> output_budget(std::optional<int64_t> max_tokens, std::string_view key, const ModelTextContext& model,
+                              int64_t prompt, std::optional<int32_t> default_max) {
+  if (prompt >= model.max_model_len) {
+    return make_error(ErrorCode::resource_exhausted,
+                      "This model's maximum context length is {} tokens. However, your prompt has {} tokens, "
+                      "leaving no room for the completion.",
+                      model.max_model_len, prompt);
+  }
+  if (!max_tokens) {
+    const auto rest = static_cast<int32_t>(model.max_model_len - prompt);
+    return default_max ? std::min(*default_max, rest) : rest;
+  }
+  if (*max_tokens < 1) return make_error(ErrorCode::invalid_argument, "'{}' must be at least 1 (got {})", key, *max_tokens);
+  if (*max_tokens > model.max_model_len) {
+    return make_error(ErrorCode::invalid_argument, "'{}' is {}, more than this model's maximum context length of {} tokens",
+                      key, *max_tokens, model.max_model_len);
+  }
+  if (prompt + *max_tokens > model.max_model_len) {
+    return make_error(ErrorCode::resource_exhausted,
+                      "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the "
+                      "prompt, {} for the completion). Please reduce the prompt or {}.",
+                      model.max_model_len, prompt + *max_tokens, prompt, *max_tokens, key);
+  }
+  return static_cast<int32_t>(*max_tokens);
+}
+
+// max_tokens or max_completion_tokens (the latter wins) for a prompt of `prompt` tokens: output_budget.
+Result<int32_t> max_tokens_for(const json::object& body, const ModelTextContext& model, int64_t prompt,
+                               std::optional<int32_t> default_max) {
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> max_tokens, int_field(body, "max_completion_tokens"));
-  if (max_tokens) return limit_output_tokens(max_tokens, "max_completion_tokens", model, out.request);
+  if (max_tokens) return output_budget(max_tokens, "max_completion_tokens", model, prompt, default_max);
   LLAISYS_ASSIGN_OR_RETURN(max_tokens, int_field(body, "max_tokens"));
-  return limit_output_tokens(max_tokens, "max_tokens", model, out.request);
+  return output_budget(max_tokens, "max_tokens", model, prompt, default_max);
 }
 
 Result<std::string> join_content(const json::value& content, std::string_view role) {
@@ -212,6 +243,52 @@ Result<json::value> normalize_message(const json::value& message) {
   return json::value(std::move(out));
 }
 
+// The prompts of a completions request: a string, a list of ids, or a list of either (a batch).
+Result<std::vector<const json::value*>> completion_prompts(const json::object& body) {
+  constexpr std::string_view kExpected = "a string, a list of token ids, or a list of strings or of token-id lists";
+  const json::value* prompt = body.if_contains("prompt");
+  if (prompt == nullptr || prompt->is_null()) return bad_field("prompt", kExpected);
+  if (prompt->is_string()) return std::vector<const json::value*>{prompt};
+  if (!prompt->is_array() || prompt->as_array().empty()) return bad_field("prompt", kExpected);
+  const json::array& list = prompt->as_array();
+  if (!list.front().is_string() && !list.front().is_array()) return std::vector<const json::value*>{prompt};
+  if (list.size() > static_cast<std::size_t>(kMaxPrompts)) {
+    return make_error(ErrorCode::invalid_argument, "'prompt' may hold at most {} prompts (got {})", kMaxPrompts,
+                      list.size());
+  }
+  std::vector<const json::value*> prompts;
+  for (const json::value& item : list) {
+    if (item.kind() != list.front().kind()) return bad_field("prompt", kExpected);
+    prompts.push_back(&item);
+  }
+  return prompts;
+}
+
+// Infilling: no template here knows the model's fill-in-the-middle format.
+Status refuse_suffix(const json::object& body) {
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<std::string> suffix, string_field(body, "suffix"));
+  if (suffix && !suffix->empty()) {
+    return Status(ErrorCode::invalid_argument,
+                  "'suffix' (insertion) is not supported: no model here has an infilling format");
+  }
+  return Status();
+}
+
+// best_of: request.n candidates per prompt, of which the n with the highest cumulative logprob are
+// returned. Ranking needs each token's logprob, so the engine reports them even when not asked.
+Status parse_best_of(const json::object& body, ParsedGenerate& out) {
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> best_of, int_field(body, "best_of"));
+  const int32_t n = out.request.n;
+  if (!best_of || *best_of == n) return Status();
+  if (*best_of < n || *best_of > kMaxN) {
+    return make_error(ErrorCode::invalid_argument, "'best_of' must be between n ({}) and {} (got {})", n, kMaxN, *best_of);
+  }
+  if (out.stream) return Status(ErrorCode::invalid_argument, "'best_of' greater than n cannot be streamed");
+  out.best_of = static_cast<int32_t>(*best_of);
+  out.request.sampling.num_logprobs = std::max(out.request.sampling.num_logprobs, 0);
+  return Status();
+}
+
 }  // namespace
 
 Result<json::object> parse_json_body(std::string_view body) {
@@ -235,29 +312,9 @@ Result<std::string> model_field(const json::object& body) {
 
 Status limit_output_tokens(std::optional<int64_t> max_tokens, std::string_view key, const ModelTextContext& model,
                            GenerateRequest& request) {
-  const auto prompt = static_cast<int64_t>(request.prompt_ids.size());
-  if (prompt >= model.max_model_len) {
-    return make_error(ErrorCode::resource_exhausted,
-                      "This model's maximum context length is {} tokens. However, your prompt has {} tokens, "
-                      "leaving no room for the completion.",
-                      model.max_model_len, prompt);
-  }
-  if (!max_tokens) {
-    request.stop.max_tokens = static_cast<int32_t>(model.max_model_len - prompt);
-    return Status();
-  }
-  if (*max_tokens < 1) return make_error(ErrorCode::invalid_argument, "'{}' must be at least 1 (got {})", key, *max_tokens);
-  if (*max_tokens > model.max_model_len) {
-    return make_error(ErrorCode::invalid_argument, "'{}' is {}, more than this model's maximum context length of {} tokens",
-                      key, *max_tokens, model.max_model_len);
-  }
-  if (prompt + *max_tokens > model.max_model_len) {
-    return make_error(ErrorCode::resource_exhausted,
-                      "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the "
-                      "prompt, {} for the completion). Please reduce the prompt or {}.",
-                      model.max_model_len, prompt + *max_tokens, prompt, *max_tokens, key);
-  }
-  request.stop.max_tokens = static_cast<int32_t>(*max_tokens);
+  LLAISYS_ASSIGN_OR_RETURN(request.stop.max_tokens, output_budget(max_tokens, key, model,
+                                                                  static_cast<int64_t>(request.prompt_ids.size()),
+                                                                  std::nullopt));
   return Status();
 }
 
@@ -345,6 +402,7 @@ Result<ParsedGenerate> parse_chat_request(const json::object& body, const ModelT
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> top, int_field(body, "top_logprobs"));
   if (top) {
     if (*top < 0 || *top > kMaxTopLogprobs) return bad_field("top_logprobs", fmt::format("in [0, {}]", kMaxTopLogprobs));
+    if (!out.logprobs) return Status(ErrorCode::invalid_argument, "'top_logprobs' needs \"logprobs\": true");
     out.top_logprobs = static_cast<int32_t>(*top);
   }
   if (out.logprobs) out.request.sampling.num_logprobs = out.top_logprobs;
@@ -353,39 +411,19 @@ Result<ParsedGenerate> parse_chat_request(const json::object& body, const ModelT
       out.request.stop.stop.push_back(stop);
     }
   }
-  LLAISYS_RETURN_IF_ERROR(apply_max_tokens(body, model, out));
+  LLAISYS_ASSIGN_OR_RETURN(out.request.stop.max_tokens,
+                           max_tokens_for(body, model, static_cast<int64_t>(out.request.prompt_ids.size()), std::nullopt));
   return out;
 }
 
 Result<ParsedGenerate> parse_completion_request(const json::object& body, const ModelTextContext& model) {
   ParsedGenerate out;
   out.kind = ApiKind::completion;
-  const json::value* prompt = body.if_contains("prompt");
-  if (prompt == nullptr || prompt->is_null()) return bad_field("prompt", "a string or a list of token ids");
-  const json::value* single = prompt;
-  if (prompt->is_array() && !prompt->as_array().empty() &&
-      (prompt->as_array().front().is_string() || prompt->as_array().front().is_array())) {
-    if (prompt->as_array().size() != 1) {
-      return Status(ErrorCode::invalid_argument, "'prompt' may hold one prompt per request (a string or a list of ids)");
-    }
-    single = &prompt->as_array().front();
-  }
+  LLAISYS_ASSIGN_OR_RETURN(std::vector<const json::value*> prompts, completion_prompts(body));
   LLAISYS_RETURN_IF_ERROR(parse_common(body, model, out));
+  LLAISYS_RETURN_IF_ERROR(refuse_suffix(body));
   LLAISYS_ASSIGN_OR_RETURN(std::optional<bool> echo, bool_field(body, "echo"));
   out.echo = echo.value_or(false);
-  if (single->is_string()) {
-    if (!model.tokenizer) return Status(ErrorCode::invalid_argument, "'prompt' text needs a model with a tokenizer");
-    if (single->as_string().empty()) return bad_field("prompt", "a non-empty string");
-    LLAISYS_ASSIGN_OR_RETURN(out.request.prompt_ids, model.tokenizer->encode(single->as_string(), true));
-    if (out.request.prompt_ids.empty()) return bad_field("prompt", "text that encodes to at least one token");
-    out.prompt_text = std::string(single->as_string());
-  } else {
-    LLAISYS_ASSIGN_OR_RETURN(out.request.prompt_ids, app::token_ids_field(*single, "prompt", model.vocab_size));
-    if (out.echo && model.tokenizer) {
-      auto text = model.tokenizer->decode(out.request.prompt_ids, true);
-      if (text.ok()) out.prompt_text = std::move(text).value();
-    }
-  }
   if (const json::value* lp = body.if_contains("logprobs"); lp != nullptr && !lp->is_null()) {
     if (lp->is_bool()) {
       out.logprobs = lp->as_bool();
@@ -397,7 +435,27 @@ Result<ParsedGenerate> parse_completion_request(const json::object& body, const 
     }
   }
   if (out.logprobs) out.request.sampling.num_logprobs = out.top_logprobs;
-  LLAISYS_RETURN_IF_ERROR(apply_max_tokens(body, model, out));
+  if (out.logprobs && out.echo) out.request.num_prompt_logprobs = out.top_logprobs;
+  LLAISYS_RETURN_IF_ERROR(parse_best_of(body, out));
+  for (const json::value* prompt : prompts) {
+    CompletionPrompt p;
+    if (prompt->is_string()) {
+      if (!model.tokenizer) return Status(ErrorCode::invalid_argument, "'prompt' text needs a model with a tokenizer");
+      if (prompt->as_string().empty()) return bad_field("prompt", "a non-empty string");
+      LLAISYS_ASSIGN_OR_RETURN(p.ids, model.tokenizer->encode(prompt->as_string(), true));
+      if (p.ids.empty()) return bad_field("prompt", "text that encodes to at least one token");
+      if (out.echo) p.text = std::string(prompt->as_string());
+    } else {
+      LLAISYS_ASSIGN_OR_RETURN(p.ids, app::token_ids_field(*prompt, "prompt", model.vocab_size));
+      if (out.echo && model.tokenizer) {
+        auto text = model.tokenizer->decode(p.ids, true);
+        if (text.ok()) p.text = std::move(text).value();
+      }
+    }
+    LLAISYS_ASSIGN_OR_RETURN(p.max_tokens, max_tokens_for(body, model, static_cast<int64_t>(p.ids.size()),
+                                                          kDefaultCompletionMaxTokens));
+    out.prompts.push_back(std::move(p));
+  }
   return out;
 }
 
@@ -448,9 +506,24 @@ Result<ParsedEmbed> parse_embedding_request(const json::object& body, const Mode
   LLAISYS_ASSIGN_OR_RETURN(std::optional<std::string> format, string_field(body, "encoding_format"));
   if (format && *format != "float" && *format != "base64") return bad_field("encoding_format", "\"float\" or \"base64\"");
   out.base64 = format && *format == "base64";
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> dimensions, int_field(body, "dimensions"));
+  if (dimensions) {
+    if (*dimensions < 1 || *dimensions > model.hidden_size) {
+      return bad_field("dimensions", fmt::format("in [1, {}] (this model's embedding size)", model.hidden_size));
+    }
+    out.dimensions = static_cast<int32_t>(*dimensions);
+  }
   LLAISYS_ASSIGN_OR_RETURN(std::optional<std::string> user, string_field(body, "user"));
   out.user = user.value_or("");
   return out;
+}
+
+GenerateRequest ParsedGenerate::prompt_request(std::size_t i) const {
+  GenerateRequest r = request;
+  r.prompt_ids = prompts[i].ids;
+  r.stop.max_tokens = prompts[i].max_tokens;
+  r.n = std::max(r.n, best_of);
+  return r;
 }
 
 }  // namespace llaisys::server

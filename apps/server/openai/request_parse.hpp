@@ -19,16 +19,22 @@
 
 namespace llaisys::server {
 
-inline constexpr int32_t kMaxN = 16;              // choices per request
+inline constexpr int32_t kMaxN = 16;              // choices per prompt (n, best_of)
 inline constexpr int32_t kMaxTopLogprobs = 20;    // chat top_logprobs and completions logprobs
 inline constexpr int32_t kMaxStopStrings = 16;
-inline constexpr int32_t kMaxEmbeddingInputs = 256;
+inline constexpr int32_t kMaxEmbeddingInputs = 2048;  // OpenAI's limit
+// Engine requests one HTTP request keeps in flight: the prompts of a completions batch (all at
+// once), the inputs of an embeddings request (a window that moves as they finish).
+inline constexpr int32_t kMaxEngineRequestsPerJob = 256;
+inline constexpr int32_t kMaxPrompts = kMaxEngineRequestsPerJob;  // completions batch
+inline constexpr int32_t kDefaultCompletionMaxTokens = 16;        // OpenAI's default on /v1/completions
 inline constexpr int32_t kMaxLogitBias = 1024;
 inline constexpr int32_t kMaxStopTokenIds = 1024;
 
 // What request parsing needs to know about the model.
 struct ModelTextContext {
   int32_t vocab_size = 0;
+  int32_t hidden_size = 0;    // the width of an embedding
   int32_t max_model_len = 0;  // prompt + generated tokens
   std::shared_ptr<const text::Tokenizer> tokenizer;  // may be null
   const text::ChatTemplate* chat_template = nullptr;  // null: chat_template_status says why
@@ -39,22 +45,38 @@ struct ModelTextContext {
 
 enum class ApiKind : uint8_t { chat, completion };
 
+// One prompt of a completions request (a batch holds several).
+struct CompletionPrompt {
+  std::vector<TokenId> ids;
+  std::string text;            // with echo: the prompt as text (as given, or its ids decoded)
+  int32_t max_tokens = 0;      // checked against the context for this prompt
+};
+
 struct ParsedGenerate {
   ApiKind kind = ApiKind::chat;
+  // What the engine gets. Chat: the request. Completions: what every prompt shares (prompt_ids and
+  // max_tokens come from `prompts`, n from best_of). request.n: the choices returned per prompt.
   GenerateRequest request;
+  std::vector<CompletionPrompt> prompts;  // completions: in order (choice index = prompt * n + j)
+  // Completions: > request.n: the candidates per prompt, of which the request.n with the highest
+  // cumulative logprob are returned. 0: none.
+  int32_t best_of = 0;
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;       // return logprobs (chat: "logprobs": true; completions: "logprobs": k)
   int32_t top_logprobs = 0;
   bool parse_tools = false;    // tools given and tool_choice is not "none"
-  bool echo = false;           // completions: prepend the prompt's text
-  std::string prompt_text;     // completions with echo
+  bool echo = false;           // completions: prepend the prompt's text (and its logprobs)
   std::string user;
+
+  // The engine request of completions prompt `i`.
+  GenerateRequest prompt_request(std::size_t i) const;
 };
 
 struct ParsedEmbed {
   std::vector<std::vector<TokenId>> inputs;
   bool base64 = false;
+  int32_t dimensions = 0;      // > 0: keep the first d components, L2-normalised again
   std::string user;
 };
 

@@ -1,6 +1,9 @@
 #include "openai/response.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <random>
 
 #include <fmt/format.h>
@@ -62,18 +65,31 @@ json::object usage_json(const Usage& usage) {
           {"prompt_tokens_details", json::object{{"cached_tokens", usage.cached_tokens}}}};
 }
 
+std::string logprob_token_bytes(const text::Tokenizer* tokenizer, TokenId id) {
+  if (tokenizer == nullptr) return fmt::format("<{}>", id);
+  if (tokenizer->is_special(id)) return tokenizer->token_text(id).value_or("");
+  return tokenizer->piece_bytes(id);
+}
+
 GenerationResponse::GenerationResponse(const ParsedGenerate& parsed, ResponseMeta meta,
                                        std::shared_ptr<const text::Tokenizer> tokenizer)
-    : meta_(std::move(meta)), tokenizer_(std::move(tokenizer)) {
+    : meta_(std::move(meta)), tokenizer_(std::move(tokenizer)),
+      candidates_(std::max({parsed.request.n, parsed.best_of, 1})) {
   parsed_.kind = parsed.kind;
+  parsed_.request.n = std::max(parsed.request.n, 1);
   parsed_.stream = parsed.stream;
   parsed_.include_usage = parsed.include_usage;
   parsed_.logprobs = parsed.logprobs;
   parsed_.top_logprobs = parsed.top_logprobs;
   parsed_.parse_tools = parsed.parse_tools;
   parsed_.echo = parsed.echo;
-  parsed_.prompt_text = parsed.prompt_text;
-  choices_.resize(static_cast<std::size_t>(std::max(parsed.request.n, 1)));
+  prompts_.resize(std::max<std::size_t>(parsed.prompts.size(), 1));
+  for (std::size_t i = 0; i < parsed.prompts.size(); ++i) {
+    prompts_[i].text = parsed.prompts[i].text;
+    prompts_[i].first_token = parsed.prompts[i].ids.empty() ? -1 : parsed.prompts[i].ids.front();
+  }
+  choices_.resize(prompts_.size() * static_cast<std::size_t>(candidates_));
+  for (std::size_t i = 0; i < choices_.size(); ++i) choices_[i].prompt = i / static_cast<std::size_t>(candidates_);
 }
 
 namespace {
@@ -81,6 +97,11 @@ json::array byte_list(std::string_view bytes) {
   json::array out;
   for (char c : bytes) out.push_back(static_cast<unsigned char>(c));
   return out;
+}
+
+// NaN ranks below everything in best_of.
+double rank_value(float logprob) {
+  return std::isnan(logprob) ? -std::numeric_limits<double>::infinity() : static_cast<double>(logprob);
 }
 }  // namespace
 
@@ -90,19 +111,45 @@ json::value logprob_json(float logprob) {
   return logprob < 0 ? -9999.0 : 0.0;
 }
 
+void GenerationResponse::add_completion_entry(Choice& choice, json::object& out, TokenId token, json::value logprob,
+                                              const std::vector<std::pair<TokenId, float>>* top) {
+  json::value tops = nullptr;
+  if (top != nullptr) {
+    // A dict keyed by text (the legacy format): distinct tokens with equal text collide, and the
+    // more likely one (listed first) keeps the key.
+    json::object dict;
+    for (const auto& [id, lp] : *top) {
+      if (static_cast<int32_t>(dict.size()) >= parsed_.top_logprobs) break;
+      dict.emplace(sanitize_utf8(logprob_token_bytes(tokenizer_.get(), id)), logprob_json(lp));
+    }
+    tops = std::move(dict);
+  }
+  const std::string bytes = logprob_token_bytes(tokenizer_.get(), token);
+  json::string text(sanitize_utf8(bytes));
+  out["tokens"].as_array().push_back(text);
+  out["token_logprobs"].as_array().push_back(logprob);
+  out["top_logprobs"].as_array().push_back(tops);
+  out["text_offset"].as_array().push_back(choice.next_offset);
+  choice.tokens.push_back(std::move(text));
+  choice.token_logprobs.push_back(std::move(logprob));
+  choice.top_logprobs.push_back(std::move(tops));
+  choice.text_offsets.push_back(choice.next_offset);
+  choice.next_offset += static_cast<int64_t>(bytes.size());
+}
+
 json::value GenerationResponse::delta_logprobs(Choice& choice, const ChoiceDelta& delta) {
-  if (!parsed_.logprobs || delta.logprobs.empty()) return nullptr;
-  auto token_bytes = [&](TokenId id) {
-    return tokenizer_ ? tokenizer_->decode_bytes(id, /*skip_special_tokens=*/false) : fmt::format("<{}>", id);
-  };
+  for (const TokenLogprob& lp : delta.logprobs) choice.cumulative_logprob += rank_value(lp.logprob);
+  const bool add_prompt = parsed_.echo && !choice.prompt_logprobs_added;
+  if (!parsed_.logprobs || (delta.logprobs.empty() && !add_prompt)) return nullptr;
+  const text::Tokenizer* tokenizer = tokenizer_.get();
   if (parsed_.kind == ApiKind::chat) {
     json::array content;
     for (const TokenLogprob& lp : delta.logprobs) {
-      const std::string bytes = token_bytes(lp.token);
+      const std::string bytes = logprob_token_bytes(tokenizer, lp.token);
       json::array top;
       for (const auto& [id, logprob] : lp.top) {
         if (static_cast<int32_t>(top.size()) >= parsed_.top_logprobs) break;
-        const std::string b = token_bytes(id);
+        const std::string b = logprob_token_bytes(tokenizer, id);
         top.push_back(
             json::object{{"token", sanitize_utf8(b)}, {"logprob", logprob_json(logprob)}, {"bytes", byte_list(b)}});
       }
@@ -113,31 +160,20 @@ json::value GenerationResponse::delta_logprobs(Choice& choice, const ChoiceDelta
     }
     return json::object{{"content", std::move(content)}};
   }
-  json::array tokens, token_logprobs, tops, offsets;
-  // The delta's text was already appended to the choice's text.
-  std::size_t offset = (parsed_.echo ? parsed_.prompt_text.size() : 0) +
-                       (choice.text.size() >= delta.text.size() ? choice.text.size() - delta.text.size() : 0);
-  for (const TokenLogprob& lp : delta.logprobs) {
-    const std::string text = sanitize_utf8(token_bytes(lp.token));
-    json::object top;
-    for (const auto& [id, logprob] : lp.top) {
-      if (static_cast<int32_t>(top.size()) >= parsed_.top_logprobs) break;
-      top[sanitize_utf8(token_bytes(id))] = logprob_json(logprob);
+  json::object out{{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
+                   {"text_offset", json::array()}};
+  if (add_prompt) {  // the prompt's tokens first; its first token has no logprob
+    choice.prompt_logprobs_added = true;
+    const Prompt& prompt = prompts_[choice.prompt];
+    if (prompt.first_token >= 0) add_completion_entry(choice, out, prompt.first_token, nullptr, nullptr);
+    for (const TokenLogprob& lp : prompt.logprobs) {
+      add_completion_entry(choice, out, lp.token, logprob_json(lp.logprob), &lp.top);
     }
-    tokens.push_back(json::string(text));
-    token_logprobs.push_back(logprob_json(lp.logprob));
-    tops.push_back(std::move(top));
-    offsets.push_back(static_cast<int64_t>(offset));
-    offset += token_bytes(lp.token).size();
   }
-  for (auto& t : tokens) choice.tokens.push_back(t);
-  for (auto& t : token_logprobs) choice.token_logprobs.push_back(t);
-  for (auto& t : tops) choice.top_logprobs.push_back(t);
-  for (auto& t : offsets) choice.text_offsets.push_back(t);
-  return json::object{{"tokens", std::move(tokens)},
-                      {"token_logprobs", std::move(token_logprobs)},
-                      {"top_logprobs", std::move(tops)},
-                      {"text_offset", std::move(offsets)}};
+  for (const TokenLogprob& lp : delta.logprobs) {
+    add_completion_entry(choice, out, lp.token, logprob_json(lp.logprob), &lp.top);
+  }
+  return out;
 }
 
 ToolParseResult GenerationResponse::apply(Choice& choice, const ChoiceDelta& delta) {
@@ -175,11 +211,33 @@ json::object GenerationResponse::chunk_base() const {
           {"model", meta_.model}};
 }
 
-std::string GenerationResponse::stream_events(const RequestOutput& output) {
+void GenerationResponse::take_output(const RequestOutput& output, std::size_t prompt) {
+  Prompt& p = prompts_[prompt];
+  p.usage = output.usage;
+  if (!output.prompt_logprobs.empty()) p.logprobs = output.prompt_logprobs;
+  if (output.finished) p.finished = true;
+}
+
+bool GenerationResponse::all_finished() const {
+  return std::ranges::all_of(prompts_, [](const Prompt& p) { return p.finished; });
+}
+
+Usage GenerationResponse::usage() const {
+  Usage sum;
+  for (const Prompt& p : prompts_) {
+    sum.prompt_tokens += p.usage.prompt_tokens;
+    sum.completion_tokens += p.usage.completion_tokens;
+    sum.cached_tokens += p.usage.cached_tokens;
+  }
+  return sum;
+}
+
+std::string GenerationResponse::stream_events(const RequestOutput& output, std::size_t prompt) {
   std::string events;
-  usage_ = output.usage;
+  if (prompt >= prompts_.size()) return events;
+  take_output(output, prompt);
   for (const ChoiceDelta& delta : output.choices) {
-    std::optional<TakenDelta> taken = take(delta);
+    std::optional<TakenDelta> taken = take(delta, prompt);
     if (!taken) continue;
     Choice& choice = *taken->choice;
     const ToolParseResult& result = taken->result;
@@ -188,7 +246,8 @@ std::string GenerationResponse::stream_events(const RequestOutput& output) {
     const bool first = !choice.started;
     if (!first && result.content.empty() && result.calls.empty() && !finish && logprobs.is_null()) continue;
     choice.started = true;
-    json::object c{{"index", delta.index}};
+    // Streams never rank (best_of > n is refused), so a candidate is a returned choice.
+    json::object c{{"index", static_cast<int64_t>(prompt) * parsed_.request.n + delta.index}};
     if (parsed_.kind == ApiKind::chat) {
       json::object d;
       if (first) d["role"] = "assistant";
@@ -206,7 +265,7 @@ std::string GenerationResponse::stream_events(const RequestOutput& output) {
       }
       c["delta"] = std::move(d);
     } else {
-      c["text"] = first && parsed_.echo ? parsed_.prompt_text + result.content : result.content;
+      c["text"] = first && parsed_.echo ? prompts_[prompt].text + result.content : result.content;
     }
     c["logprobs"] = std::move(logprobs);
     c["finish_reason"] = finish ? json::value(*finish) : json::value(nullptr);
@@ -214,13 +273,13 @@ std::string GenerationResponse::stream_events(const RequestOutput& output) {
     chunk["choices"] = json::array{std::move(c)};
     events += sse_data(json::serialize(chunk));
   }
-  if (output.finished) {
+  if (output.finished && all_finished()) {
     if (error_) {
       events += sse_data(error_body(*error_));
     } else if (parsed_.include_usage) {
       json::object chunk = chunk_base();
       chunk["choices"] = json::array();
-      chunk["usage"] = usage_json(usage_);
+      chunk["usage"] = usage_json(usage());
       events += sse_data(json::serialize(chunk));
     }
     events += kSseDone;
@@ -228,14 +287,15 @@ std::string GenerationResponse::stream_events(const RequestOutput& output) {
   return events;
 }
 
-void GenerationResponse::accumulate(const RequestOutput& output) {
-  usage_ = output.usage;
-  for (const ChoiceDelta& delta : output.choices) (void)take(delta);
+void GenerationResponse::accumulate(const RequestOutput& output, std::size_t prompt) {
+  if (prompt >= prompts_.size()) return;
+  take_output(output, prompt);
+  for (const ChoiceDelta& delta : output.choices) (void)take(delta, prompt);
 }
 
-std::optional<GenerationResponse::TakenDelta> GenerationResponse::take(const ChoiceDelta& delta) {
-  if (delta.index < 0 || delta.index >= static_cast<int32_t>(choices_.size())) return std::nullopt;
-  Choice& choice = choices_[static_cast<std::size_t>(delta.index)];
+std::optional<GenerationResponse::TakenDelta> GenerationResponse::take(const ChoiceDelta& delta, std::size_t prompt) {
+  if (delta.index < 0 || delta.index >= candidates_) return std::nullopt;
+  Choice& choice = choices_[prompt * static_cast<std::size_t>(candidates_) + static_cast<std::size_t>(delta.index)];
   if (delta.finish_reason == FinishReason::error) {
     record_error(delta);
     return std::nullopt;
@@ -245,43 +305,57 @@ std::optional<GenerationResponse::TakenDelta> GenerationResponse::take(const Cho
   return taken;
 }
 
+std::vector<const GenerationResponse::Choice*> GenerationResponse::returned_choices(std::size_t prompt) const {
+  std::vector<const Choice*> out;
+  for (int32_t j = 0; j < candidates_; ++j) {
+    out.push_back(&choices_[prompt * static_cast<std::size_t>(candidates_) + static_cast<std::size_t>(j)]);
+  }
+  if (candidates_ > parsed_.request.n) {
+    std::ranges::stable_sort(out, std::greater<>(), &Choice::cumulative_logprob);
+    out.resize(static_cast<std::size_t>(parsed_.request.n));
+  }
+  return out;
+}
+
 std::string GenerationResponse::body() const {
   json::array choices;
-  for (std::size_t i = 0; i < choices_.size(); ++i) {
-    const Choice& choice = choices_[i];
-    json::object c{{"index", static_cast<int64_t>(i)}};
-    if (parsed_.kind == ApiKind::chat) {
-      json::object message{{"role", "assistant"}};
-      const bool blank = choice.text.find_first_not_of(" \t\r\n") == std::string::npos;
-      message["content"] = !choice.calls.empty() && blank ? json::value(nullptr) : json::value(choice.text);
-      if (!choice.calls.empty()) {
-        json::array calls;
-        for (const ToolCall& call : choice.calls) {
-          calls.push_back(json::object{{"id", call.id},
-                                       {"type", "function"},
-                                       {"function", json::object{{"name", call.name}, {"arguments", call.arguments}}}});
+  for (std::size_t p = 0; p < prompts_.size(); ++p) {
+    for (const Choice* returned : returned_choices(p)) {
+      const Choice& choice = *returned;
+      json::object c{{"index", static_cast<int64_t>(choices.size())}};
+      if (parsed_.kind == ApiKind::chat) {
+        json::object message{{"role", "assistant"}};
+        const bool blank = choice.text.find_first_not_of(" \t\r\n") == std::string::npos;
+        message["content"] = !choice.calls.empty() && blank ? json::value(nullptr) : json::value(choice.text);
+        if (!choice.calls.empty()) {
+          json::array calls;
+          for (const ToolCall& call : choice.calls) {
+            calls.push_back(json::object{{"id", call.id},
+                                         {"type", "function"},
+                                         {"function", json::object{{"name", call.name}, {"arguments", call.arguments}}}});
+          }
+          message["tool_calls"] = std::move(calls);
         }
-        message["tool_calls"] = std::move(calls);
+        c["message"] = std::move(message);
+        c["logprobs"] = parsed_.logprobs ? json::value(json::object{{"content", choice.chat_logprobs}}) : json::value(nullptr);
+      } else {
+        c["text"] = parsed_.echo ? prompts_[p].text + choice.text : choice.text;
+        c["logprobs"] = parsed_.logprobs ? json::value(json::object{{"tokens", choice.tokens},
+                                                                    {"token_logprobs", choice.token_logprobs},
+                                                                    {"top_logprobs", choice.top_logprobs},
+                                                                    {"text_offset", choice.text_offsets}})
+                                         : json::value(nullptr);
       }
-      c["message"] = std::move(message);
-      c["logprobs"] = parsed_.logprobs ? json::value(json::object{{"content", choice.chat_logprobs}}) : json::value(nullptr);
-    } else {
-      c["text"] = parsed_.echo ? parsed_.prompt_text + choice.text : choice.text;
-      c["logprobs"] = parsed_.logprobs ? json::value(json::object{{"tokens", choice.tokens},
-                                                                  {"token_logprobs", choice.token_logprobs},
-                                                                  {"top_logprobs", choice.top_logprobs},
-                                                                  {"text_offset", choice.text_offsets}})
-                                       : json::value(nullptr);
+      c["finish_reason"] = choice.finish_reason ? json::value(*choice.finish_reason) : json::value(nullptr);
+      choices.push_back(std::move(c));
     }
-    c["finish_reason"] = choice.finish_reason ? json::value(*choice.finish_reason) : json::value(nullptr);
-    choices.push_back(std::move(c));
   }
   json::object body{{"id", meta_.id},
                     {"object", parsed_.kind == ApiKind::chat ? "chat.completion" : "text_completion"},
                     {"created", meta_.created},
                     {"model", meta_.model},
                     {"choices", std::move(choices)},
-                    {"usage", usage_json(usage_)}};
+                    {"usage", usage_json(usage())}};
   return json::serialize(body);
 }
 

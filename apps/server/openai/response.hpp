@@ -37,21 +37,29 @@ boost::json::object usage_json(const Usage& usage);
 // logits) is null; +inf cannot occur (a logprob is at most 0) and is 0.
 boost::json::value logprob_json(float logprob);
 
+// The bytes a logprob entry reports for token `id`: what it adds to a text (Tokenizer::piece_bytes:
+// SentencePiece's "▁" as a space, a byte token "<0x0A>" as its byte), a special token's own text;
+// "<id>" without a tokenizer.
+std::string logprob_token_bytes(const text::Tokenizer* tokenizer, TokenId id);
+
 // What a generation job renders the engine's outputs with: chat / completions chunks and bodies
 // (GenerationResponse below) or Responses API events and objects (openai/responses_output.hpp).
+// `prompt` is the index of the engine request an output belongs to: one per prompt of a completions
+// batch, else always 0.
 class GenerationWriter {
  public:
   virtual ~GenerationWriter() = default;
   // Streaming: the SSE events due before the engine's first output (sent with the headers).
   virtual std::string stream_start() { return {}; }
-  // Streaming: the SSE events for one engine output, the stream's last ones after the last output.
-  virtual std::string stream_events(const RequestOutput& output) = 0;
+  // Streaming: the SSE events for one engine output, the stream's last ones once every prompt's
+  // request has finished.
+  virtual std::string stream_events(const RequestOutput& output, std::size_t prompt = 0) = 0;
   // Non-streaming: collect; then body() (or error()).
-  virtual void accumulate(const RequestOutput& output) = 0;
+  virtual void accumulate(const RequestOutput& output, std::size_t prompt = 0) = 0;
   virtual std::string body() const = 0;
   // Set when the engine failed the request (finish_reason error).
   virtual const std::optional<ApiError>& error() const = 0;
-  virtual const Usage& usage() const = 0;
+  virtual Usage usage() const = 0;  // summed over the prompts
   virtual std::string finish_summary() const = 0;  // how the request ended, for the log
 };
 
@@ -59,25 +67,39 @@ class GenerationResponse final : public GenerationWriter {
  public:
   GenerationResponse(const ParsedGenerate& parsed, ResponseMeta meta, std::shared_ptr<const text::Tokenizer> tokenizer);
 
-  // After the last output also the usage chunk (with include_usage) and "data: [DONE]". A failed
-  // request ends with an error event, then [DONE].
-  std::string stream_events(const RequestOutput& output) override;
-  void accumulate(const RequestOutput& output) override;
+  // One engine request per prompt (chat has one). Streaming: once every prompt's request has
+  // finished, also the usage chunk (with include_usage) and "data: [DONE]". A failed request ends
+  // with an error event, then [DONE].
+  std::string stream_events(const RequestOutput& output, std::size_t prompt = 0) override;
+  void accumulate(const RequestOutput& output, std::size_t prompt = 0) override;
   std::string body() const override;
 
   const std::optional<ApiError>& error() const override { return error_; }
-  const Usage& usage() const override { return usage_; }
+  Usage usage() const override;
   std::string finish_summary() const override;  // the choices' finish reasons
 
  private:
   struct Choice {
+    std::size_t prompt = 0;
     std::string text;
     std::vector<ToolCall> calls;
     ToolCallParser parser;
     boost::json::array chat_logprobs;  // chat: content entries
     boost::json::array tokens, token_logprobs, top_logprobs, text_offsets;  // completions format
+    // The next text_offset: the byte lengths of the entries' token strings added up (as vLLM does),
+    // the echoed prompt's included.
+    int64_t next_offset = 0;
+    double cumulative_logprob = 0.0;   // of the sampled tokens: best_of's ranking
     std::optional<std::string> finish_reason;
     bool started = false;
+    bool prompt_logprobs_added = false;  // echo: the prompt's entries lead the choice's logprobs
+  };
+  struct Prompt {
+    std::string text;                  // echo
+    TokenId first_token = -1;          // echo + logprobs: the entry without a logprob
+    std::vector<TokenLogprob> logprobs;  // echo + logprobs: tokens 1.. of the prompt (engine)
+    Usage usage;
+    bool finished = false;
   };
 
   // One delta taken into its choice: what it added (content, completed tool calls, logprobs) and the
@@ -88,23 +110,32 @@ class GenerationResponse final : public GenerationWriter {
     boost::json::value logprobs;
     std::optional<std::string> finish;
   };
+  // Records what `output` says about its prompt (usage, prompt logprobs, finished).
+  void take_output(const RequestOutput& output, std::size_t prompt);
+  bool all_finished() const;
   // Applies `delta` to its choice; nothing for a delta outside the choices or a failed one (recorded
   // as the request's error).
-  std::optional<TakenDelta> take(const ChoiceDelta& delta);
+  std::optional<TakenDelta> take(const ChoiceDelta& delta, std::size_t prompt);
   // Applies one delta to its choice: returns the new content text and the tool calls it completed.
   ToolParseResult apply(Choice& choice, const ChoiceDelta& delta);
   boost::json::value delta_logprobs(Choice& choice, const ChoiceDelta& delta);
+  // Completions format: appends one entry (`top` null for the prompt's first token) to the choice
+  // and to `out` (this delta's arrays).
+  void add_completion_entry(Choice& choice, boost::json::object& out, TokenId token, boost::json::value logprob,
+                            const std::vector<std::pair<TokenId, float>>* top);
   std::string finish_reason(const Choice& choice, const ChoiceDelta& delta);
   boost::json::object chunk_base() const;
   void record_error(const ChoiceDelta& delta);
+  // The choices returned for `prompt`, best first when best_of ranks them.
+  std::vector<const Choice*> returned_choices(std::size_t prompt) const;
 
-  ParsedGenerate parsed_;  // no prompt ids kept
+  ParsedGenerate parsed_;  // no prompts kept
   ResponseMeta meta_;
   std::shared_ptr<const text::Tokenizer> tokenizer_;
-  std::vector<Choice> choices_;
-  Usage usage_;
+  int32_t candidates_ = 1;  // engine choices per prompt (best_of, else n)
+  std::vector<Prompt> prompts_;
+  std::vector<Choice> choices_;  // [prompt x candidates_]
   std::optional<ApiError> error_;
-  bool error_sent_ = false;
 };
 
 }  // namespace llaisys::server

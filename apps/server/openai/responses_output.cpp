@@ -52,7 +52,7 @@ std::string ResponsesWriter::stream_start() {
   return events;
 }
 
-std::string ResponsesWriter::stream_events(const RequestOutput& output) {
+std::string ResponsesWriter::stream_events(const RequestOutput& output, std::size_t /*prompt*/) {
   std::string events;
   events_ = &events;
   take(output);
@@ -60,7 +60,7 @@ std::string ResponsesWriter::stream_events(const RequestOutput& output) {
   return events;
 }
 
-void ResponsesWriter::accumulate(const RequestOutput& output) { take(output); }
+void ResponsesWriter::accumulate(const RequestOutput& output, std::size_t /*prompt*/) { take(output); }
 
 void ResponsesWriter::take(const RequestOutput& output) {
   usage_ = output.usage;

@@ -28,12 +28,13 @@ class ResponsesWriter final : public GenerationWriter {
   ResponsesWriter(boost::json::object settings, bool parse_tools, ResponseMeta meta);
 
   std::string stream_start() override;
-  std::string stream_events(const RequestOutput& output) override;
-  void accumulate(const RequestOutput& output) override;
+  // One prompt: `prompt` is always 0.
+  std::string stream_events(const RequestOutput& output, std::size_t prompt = 0) override;
+  void accumulate(const RequestOutput& output, std::size_t prompt = 0) override;
   std::string body() const override;  // the response object
 
   const std::optional<ApiError>& error() const override { return error_; }
-  const Usage& usage() const override { return usage_; }
+  Usage usage() const override { return usage_; }
   std::string finish_summary() const override;
 
  private:

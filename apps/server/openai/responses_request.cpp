@@ -383,10 +383,6 @@ Result<ParsedResponses> parse_responses_request(const json::object& body, const 
   return out;
 }
 
-ApiError responses_parse_error(const Status& status) {
-  ApiError error = from_parse_status(status);
-  if (error.code == "context_length_exceeded") error.param = "input";
-  return error;
-}
+ApiError responses_parse_error(const Status& status) { return from_parse_status(status, "input"); }
 
 }  // namespace llaisys::server

@@ -82,9 +82,15 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(EngineModel model, const En
              static_cast<uint64_t>(num_blocks) * config.block_size * info.kv_bytes_per_token >> 20, max_context,
              config.enable_prefix_cache ? "on" : "off", info.sliding_window);
   const uint64_t seed = config.seed.value_or((static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
+  // Prompt logprobs keep a raw logits row per prompt position (here and inside the model): a step
+  // holds at most kPromptLogitsBytes of them.
+  constexpr int64_t kPromptLogitsBytes = int64_t{64} << 20;
+  const auto prompt_logprob_tokens = static_cast<int32_t>(std::clamp<int64_t>(
+      kPromptLogitsBytes / (int64_t{std::max(info.vocab_size, 1)} * 4), 1, config.max_num_batched_tokens));
   BatchScheduler scheduler({.max_num_seqs = config.max_num_seqs,
                             .max_num_batched_tokens = config.max_num_batched_tokens,
-                            .max_context = max_context},
+                            .max_context = max_context,
+                            .max_prompt_logprob_tokens = prompt_logprob_tokens},
                            {.num_blocks = num_blocks,
                             .block_size = config.block_size,
                             .enable_prefix_cache = config.enable_prefix_cache,
@@ -130,6 +136,10 @@ Status LLMEngine::validate(const GenerateRequest& request) const {
   if (!stop.stop.empty() && !state_->tokenizer) {
     return Status(ErrorCode::invalid_argument, "stop strings need a model with a tokenizer");
   }
+  if (request.num_prompt_logprobs < -1 || request.num_prompt_logprobs > 20) {
+    return make_error(ErrorCode::invalid_argument, "prompt_logprobs must be in [0, 20] (or -1: none), got {}",
+                      request.num_prompt_logprobs);
+  }
   if (request.grammar && request.grammar->vocab().vocab_size() != vocab) {
     return make_error(ErrorCode::invalid_argument,
                       "the request's grammar was compiled for a vocabulary of {} tokens, not this model's {}",
@@ -158,7 +168,9 @@ Status LLMEngine::add_request(RequestId id, GenerateRequest request, TimePoint a
                            state_->scheduler.add({.id = id,
                                                   .prompt = request.prompt_ids,
                                                   .n = request.n,
-                                                  .cache_namespace = state_->config.cache_namespace + '\x1f' + request.cache_salt}));
+                                                  .cache_namespace = state_->config.cache_namespace + '\x1f' + request.cache_salt,
+                                                  .use_prefix_cache = request.num_prompt_logprobs < 0,
+                                                  .prompt_logprobs = request.num_prompt_logprobs >= 0}));
   const bool nothing_to_generate = request.stop.max_tokens == 0;
   state_->outputs.add_generate(id, std::move(request), seqs, arrival);
   if (nothing_to_generate) {

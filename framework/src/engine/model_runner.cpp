@@ -72,17 +72,20 @@ Status ModelRunner::step(OutputKind kind, std::span<const SampleRow> sampling, c
 }
 
 // Every logits chunk runs (prefill chunks that sample nothing still write their K/V); sampling row r
-// reads the last token of its chunk.
+// reads the token at its read position in its chunk.
 Status ModelRunner::run_sampled(const SchedulerOutput& plan, const SamplingRows& sampling) {
   clear_batch();
-  last_token_.assign(plan.chunks.size(), -1);
+  first_token_.assign(plan.chunks.size(), -1);
   for (std::size_t c = 0; c < plan.chunks.size(); ++c) {
     const ScheduledChunk& chunk = plan.chunks[c];
     if (chunk.output_kind != OutputKind::logits) continue;
-    last_token_[c] = add_chunk(chunk) + chunk.num_tokens() - 1;
+    first_token_[c] = add_chunk(chunk);
   }
   if (token_ids_.empty()) return Status();
-  for (std::size_t r = 0; r < sampling.size(); ++r) output_indices_.push_back(last_token_[sampling.chunk(r)]);
+  for (std::size_t r = 0; r < sampling.size(); ++r) {
+    const std::size_t c = sampling.chunk(r);
+    output_indices_.push_back(first_token_[c] + sampling.read_position(r) - plan.chunks[c].start_position);
+  }
   const std::size_t n = sampling.size();
   const auto width = static_cast<std::size_t>(sampling.top_width());
   rows_.top_width_ = sampling.top_width();

@@ -2,9 +2,10 @@
 // ModelRunner: turns a SchedulerOutput and its SamplingRows into model steps and hands back what the
 // model produced. It only packs and runs (nano-vllm's ModelRunner): no decisions, no request state.
 //
-// Chunks whose rows are sampled go into one step (one output row per sampling row: choices forking
-// from one prompt repeat its last token); chunks of embedding requests (hidden states, one row per
-// token) into a second one, since a pass has a single output kind. Block copies run first.
+// Chunks whose rows are sampled go into one step (one output row per sampling row, at the token the
+// row reads: choices forking from one prompt repeat its last token, prompt logprobs read every
+// prompt position); chunks of embedding requests (hidden states, one row per token) into a second
+// one, since a pass has a single output kind. Block copies run first.
 
 #include <span>
 #include <vector>
@@ -70,7 +71,7 @@ class ModelRunner {
   std::vector<const BlockId*> block_tables_;
   std::vector<int32_t> block_table_lens_;
   std::vector<int32_t> output_indices_;
-  std::vector<int32_t> last_token_;  // [num_chunks] the batch index of each chunk's last token, -1: not in
+  std::vector<int32_t> first_token_;  // [num_chunks] the batch index of each chunk's first token, -1: not in
 };
 
 }  // namespace llaisys::engine_detail

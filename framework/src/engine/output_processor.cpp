@@ -65,10 +65,11 @@ void OutputProcessor::add_generate(RequestId id, GenerateRequest request, std::s
     r.choices.push_back(std::move(choice));
   }
   r.num_unfinished = static_cast<int32_t>(seqs.size());
-  // The scheduler holds the prompt; a copy stays here only when a slot reset may need it.
+  // The scheduler holds the prompt; a copy stays here only when a slot reset or the prompt's
+  // logprobs may need it.
   const SamplingParams& p = request.sampling;
   r.has_penalties = p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
-  if (!r.has_penalties) {
+  if (!r.has_penalties && request.num_prompt_logprobs < 0) {
     request.prompt_ids.clear();
     request.prompt_ids.shrink_to_fit();
   }
@@ -143,6 +144,10 @@ const SamplingRows& OutputProcessor::sampling_rows(const SchedulerOutput& plan) 
   for (std::size_t index = 0; index < plan.chunks.size(); ++index) {
     const ScheduledChunk& chunk = plan.chunks[index];
     if (chunk.output_kind != OutputKind::logits) continue;
+    RequestState* owner = nullptr;
+    if (choice_of(chunk.seq, &owner) != nullptr && owner->request.num_prompt_logprobs >= 0) {
+      add_prompt_rows(*owner, index, chunk);
+    }
     for (SeqId target : chunk.sample_for) {
       RequestState* r = nullptr;
       Choice* c = choice_of(target, &r);
@@ -155,6 +160,16 @@ const SamplingRows& OutputProcessor::sampling_rows(const SchedulerOutput& plan) 
   }
   sampling_.finish();
   return sampling_;
+}
+
+// The row after position p scores prompt token p + 1. Token 0 has no row; neither has the prompt's
+// last token, whose row is the first sampling row.
+void OutputProcessor::add_prompt_rows(const RequestState& r, std::size_t index, const ScheduledChunk& chunk) {
+  const std::vector<TokenId>& prompt = r.request.prompt_ids;
+  const int32_t last = std::min(chunk.end_position(), static_cast<int32_t>(prompt.size()) - 1);
+  for (int32_t t = std::max(chunk.start_position, r.num_prompt_logprobs) + 1; t <= last; ++t) {
+    sampling_.add_prompt_row(index, chunk.seq, t - 1, prompt[static_cast<std::size_t>(t)]);
+  }
 }
 
 StepResult OutputProcessor::process(const SchedulerOutput& plan, const StepRows& rows) {
@@ -177,7 +192,14 @@ StepResult OutputProcessor::process(const SchedulerOutput& plan, const StepRows&
     }
     for (; row < sampling_.size() && sampling_.chunk(row) == index; ++row) {
       Choice* c = choice_of(sampling_.seq(row), &r);
-      if (c == nullptr || c->finished) continue;
+      if (c == nullptr) continue;
+      if (const TokenId target = sampling_.prompt_target(row); target >= 0) {
+        r->prompt_logprobs.push_back(compute_logprobs(rows.logits(sampling_.rows()[row].logits_row), target,
+                                                      r->request.num_prompt_logprobs));
+        ++r->num_prompt_logprobs;
+        continue;
+      }
+      if (c->finished) continue;
       result.updates.push_back(apply_token(*r, *c, rows, row, chunk.end_position()));
     }
   }
@@ -264,6 +286,11 @@ std::vector<RequestOutput> OutputProcessor::collect() {
     if (out.choices.empty() && !out.finished) {
       ++it;
       continue;
+    }
+    if (r.request.num_prompt_logprobs >= 0 && !r.prompt_logprobs_sent &&
+        r.num_prompt_logprobs == r.usage.prompt_tokens - 1) {
+      out.prompt_logprobs = std::move(r.prompt_logprobs);
+      r.prompt_logprobs_sent = true;
     }
     if (out.finished) {
       out.embedding = std::move(r.pool.embedding);

@@ -53,6 +53,8 @@ class OutputProcessor {
   Choice* choice_of(SeqId seq, RequestState** request);
   void finish_choice(RequestState& r, Choice& c, FinishReason reason, std::string detail);
   SeqUpdate apply_token(RequestState& r, Choice& c, const StepRows& rows, std::size_t row, int32_t position);
+  // Rows for the prompt positions of `chunk` whose next token is not scored yet.
+  void add_prompt_rows(const RequestState& r, std::size_t index, const ScheduledChunk& chunk);
 
   ModelInfo info_;
   std::shared_ptr<const text::Tokenizer> tokenizer_;

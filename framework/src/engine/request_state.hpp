@@ -34,7 +34,7 @@ struct PoolState {
 };
 
 struct RequestState {
-  GenerateRequest request;           // prompt_ids kept only when penalties need them
+  GenerateRequest request;           // prompt_ids kept only when penalties or prompt logprobs need them
   bool has_penalties = false;        // then choices keep their output ids for slot resets
   bool is_embedding = false;
   PoolState pool;
@@ -45,6 +45,11 @@ struct RequestState {
   RequestTimes times;
   bool cached_tokens_known = false;
   int32_t num_unfinished = 0;
+  // Prompt logprobs: positions 1..num_prompt_logprobs are scored (a recompute after a preemption
+  // skips them); delivered together once the prompt is complete.
+  std::vector<TokenLogprob> prompt_logprobs;
+  int32_t num_prompt_logprobs = 0;
+  bool prompt_logprobs_sent = false;
 };
 
 }  // namespace llaisys::engine_detail

@@ -40,6 +40,8 @@ void SamplingRows::clear() {
   extents_.clear();
   chunks_.clear();
   seqs_.clear();
+  read_positions_.clear();
+  prompt_targets_.clear();
   history_.clear();
   bias_ids_.clear();
   bias_values_.clear();
@@ -119,7 +121,18 @@ Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t 
   extents_.push_back(extents);
   chunks_.push_back(chunk);
   seqs_.push_back(c.seq);
+  read_positions_.push_back(position - 1);
+  prompt_targets_.push_back(-1);
   return Status();
+}
+
+void SamplingRows::add_prompt_row(std::size_t chunk, SeqId seq, int32_t position, TokenId target) {
+  rows_.push_back(SampleRow{.counter = static_cast<uint64_t>(position) + 1, .logits_row = num_logits_rows_++});
+  extents_.emplace_back();
+  chunks_.push_back(chunk);
+  seqs_.push_back(seq);
+  read_positions_.push_back(position);
+  prompt_targets_.push_back(target);
 }
 
 void SamplingRows::finish() {

@@ -4,6 +4,8 @@
 // parameters, the choice's counter-based seed, min_tokens as -inf biases on EOS and stop ids, and
 // the model's sequence slots (SeqSlots) holding the token counts penalties read — a slot is taken the
 // first time a choice with penalties samples (and after a preemption), with its history sent once.
+// Prompt logprobs add rows of their own: one per prompt position, reading that position's logits
+// row (greedy, its raw row kept), whose sampled token is ignored.
 
 #include <optional>
 #include <span>
@@ -34,6 +36,9 @@ class SamplingRows {
   // Fails (resource_exhausted) only when penalties need a slot and none is free.
   Status add(RequestState& r, Choice& c, std::size_t chunk, int32_t position, const ModelInfo& info,
              SeqSlots& slots);
+  // Adds a row of sequence `seq` keeping the raw logits after the token at `position` of chunk
+  // `chunk`, for the logprob of the prompt's next token `target`.
+  void add_prompt_row(std::size_t chunk, SeqId seq, int32_t position, TokenId target);
   // Points the rows at the step's arrays; call once after the last add().
   void finish();
 
@@ -41,6 +46,10 @@ class SamplingRows {
   std::span<const SampleRow> rows() const { return rows_; }
   std::size_t chunk(std::size_t row) const { return chunks_[row]; }
   SeqId seq(std::size_t row) const { return seqs_[row]; }
+  // The position of the token whose logits the row reads.
+  int32_t read_position(std::size_t row) const { return read_positions_[row]; }
+  // The prompt token a prompt row scores; -1 for a row that samples.
+  TokenId prompt_target(std::size_t row) const { return prompt_targets_[row]; }
   int32_t top_width() const { return top_width_; }
   uint64_t mask_ns() const { return mask_ns_; }  // spent on grammar masks since clear()
   int32_t num_logits_rows() const { return num_logits_rows_; }
@@ -56,6 +65,8 @@ class SamplingRows {
   std::vector<Extents> extents_;
   std::vector<std::size_t> chunks_;
   std::vector<SeqId> seqs_;
+  std::vector<int32_t> read_positions_;
+  std::vector<TokenId> prompt_targets_;
   std::vector<TokenId> history_;   // every reset row's history, back to back
   std::vector<TokenId> bias_ids_;  // rows whose bias has min_tokens entries added
   std::vector<float> bias_values_;

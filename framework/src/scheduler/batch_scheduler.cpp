@@ -79,6 +79,7 @@ Result<std::vector<SeqId>> BatchScheduler::add(SchedulerRequest request) {
                .num_prompt_tokens = static_cast<int32_t>(request.prompt.size()),
                .output_kind = request.output_kind,
                .use_prefix_cache = request.use_prefix_cache,
+               .prompt_logprobs = request.prompt_logprobs,
                .cache_namespace = request.cache_namespace};
     ids.push_back(s.id);
     seqs.push_back(std::move(s));
@@ -112,7 +113,8 @@ SchedulerOutput BatchScheduler::schedule() {
     fail_step();
   }
   kv_step_.emplace(kv_->begin_step());
-  int32_t budget = config_.max_num_batched_tokens;
+  Budget budget{.tokens = config_.max_num_batched_tokens,
+                .prompt_logprob_tokens = config_.max_prompt_logprob_tokens};
   const bool preempted = schedule_running(out, budget);
   if (!preempted) schedule_waiting(out, budget);
   if (out.chunks.empty()) {  // nothing runs, so neither update() nor fail_step() follows
@@ -122,7 +124,17 @@ SchedulerOutput BatchScheduler::schedule() {
   return out;
 }
 
-bool BatchScheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
+int32_t BatchScheduler::Budget::chunk_limit(const Sequence& s) const {
+  const bool in_prompt = s.prompt_logprobs && s.num_computed_tokens < s.num_prompt_tokens;
+  return in_prompt ? std::min(tokens, prompt_logprob_tokens) : tokens;
+}
+
+void BatchScheduler::Budget::take(const Sequence& s, int32_t num_tokens) {
+  if (s.prompt_logprobs && s.num_computed_tokens < s.num_prompt_tokens) prompt_logprob_tokens -= num_tokens;
+  tokens -= num_tokens;
+}
+
+bool BatchScheduler::schedule_running(SchedulerOutput& out, Budget& budget) {
   std::vector<SeqId> order;
   for (SeqId id : running_) {
     if (seq(id).num_uncomputed_tokens() <= 1) order.push_back(id);  // decodes first
@@ -132,11 +144,11 @@ bool BatchScheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
   }
   std::unordered_set<SeqId> scheduled;
   for (SeqId id : order) {
-    if (budget <= 0) break;
+    if (budget.tokens <= 0) break;
     auto it = sequences_.find(id);
     if (it == sequences_.end() || it->second.status != SeqStatus::running) continue;  // preempted
     Sequence& s = it->second;
-    int32_t n = std::min(s.num_uncomputed_tokens(), budget);
+    int32_t n = std::min(s.num_uncomputed_tokens(), budget.chunk_limit(s));
     if (n <= 0) continue;
     while (!kv_->can_append(s.id, n)) {
       auto victim = std::find_if(running_.rbegin(), running_.rend(),
@@ -154,23 +166,23 @@ bool BatchScheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
       preempt(s, out);
       continue;
     }
+    budget.take(s, n);
     add_chunk(out, s, n);
-    budget -= n;
     scheduled.insert(s.id);
   }
   return !out.preempted.empty();
 }
 
-void BatchScheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
-  while (!waiting_.empty() && budget > 0) {
+void BatchScheduler::schedule_waiting(SchedulerOutput& out, Budget& budget) {
+  while (!waiting_.empty() && budget.tokens > 0) {
     Sequence& s = seq(waiting_.front());
     const auto seats = 1 + static_cast<int32_t>(s.pending_forks.size());
     if (running_seats() + seats > config_.max_num_seqs) break;
     const std::span<const TokenId> key = s.use_prefix_cache ? std::span<const TokenId>(s.tokens)
                                                             : std::span<const TokenId>();
     const int32_t cached = kv_->match_prefix(s.id, key, s.cache_namespace);
-    const int32_t n = std::min(s.num_tokens() - cached, budget);
-    if (!kv_->can_append(s.id, n)) {
+    const int32_t n = std::min(s.num_tokens() - cached, budget.chunk_limit(s));
+    if (n <= 0 || !kv_->can_append(s.id, n)) {
       kv_->free(s.id);  // head of the queue does not fit: nobody overtakes it
       break;
     }
@@ -195,8 +207,8 @@ void BatchScheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
     prefix_hit_tokens_ += admitted_.back().prefix_hit_tokens;
     waiting_.pop_front();
     running_.push_back(s.id);
+    budget.take(s, n);
     add_chunk(out, s, n);
-    budget -= n;
   }
 }
 

@@ -77,6 +77,8 @@ struct Collected {
   Usage usage;
   RequestTimes times;
   std::vector<float> embedding;
+  std::vector<TokenLogprob> prompt_logprobs;
+  int num_prompt_logprob_outputs = 0;  // outputs that carried prompt logprobs
   int num_final_outputs = 0;
   int num_outputs = 0;
 };
@@ -99,6 +101,10 @@ inline void collect(const std::vector<RequestOutput>& outputs, std::map<RequestI
         choice.finish_detail = delta.finish_detail;
         ++choice.num_finishes;
       }
+    }
+    if (!out.prompt_logprobs.empty()) {
+      ++c.num_prompt_logprob_outputs;
+      c.prompt_logprobs = out.prompt_logprobs;
     }
     c.usage = out.usage;
     c.times = out.times;

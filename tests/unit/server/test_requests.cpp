@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <map>
 
 #include <boost/json.hpp>
@@ -31,6 +32,7 @@ struct Fixture {
     REQUIRE(c.ok());
     chat_template = std::move(c).value();
     context.vocab_size = tokenizer->vocab_size();
+    context.hidden_size = 64;
     context.max_model_len = 256;
     context.tokenizer = tokenizer;
     context.chat_template = &*chat_template;
@@ -116,6 +118,9 @@ TEST_CASE("hostile and malformed chat bodies get 400 with the right param") {
       {"{" + kMsg + ",\"stop_token_ids\":[" + ids_list(1024) + "]}", 200, "", ""},
       {"{" + kMsg + ",\"logprobs\":1}", 400, "logprobs", ""},
       {"{" + kMsg + ",\"top_logprobs\":21}", 400, "top_logprobs", ""},
+      {"{" + kMsg + ",\"top_logprobs\":2}", 400, "top_logprobs", ""},
+      {"{" + kMsg + ",\"logprobs\":false,\"top_logprobs\":0}", 400, "top_logprobs", ""},
+      {"{" + kMsg + ",\"logprobs\":true,\"top_logprobs\":2}", 200, "", ""},
       {"{" + kMsg + ",\"stream\":\"yes\"}", 400, "stream", ""},
       {"{" + kMsg + ",\"stream_options\":3}", 400, "stream_options", ""},
       {"{" + kMsg + ",\"seed\":\"x\"}", 400, "seed", ""},
@@ -139,12 +144,16 @@ TEST_CASE("hostile and malformed chat bodies get 400 with the right param") {
   }
 }
 
-TEST_CASE("completions prompts: text, ids, one-element lists; out-of-vocabulary ids are refused") {
+TEST_CASE("completions prompts: text, ids, lists of either (a batch); out-of-vocabulary ids are refused") {
   CHECK(outcome(R"({"prompt":"hello"})", false).status == 200);
   CHECK(outcome(R"({"prompt":[1,2,3]})", false).status == 200);
   CHECK(outcome(R"({"prompt":["hello"]})", false).status == 200);
   CHECK(outcome(R"({"prompt":[[1,2]]})", false).status == 200);
-  CHECK(outcome(R"({"prompt":["a","b"]})", false).status == 400);
+  CHECK(outcome(R"({"prompt":["a","b"]})", false).status == 200);
+  CHECK(outcome(R"({"prompt":[[1],[2,3]]})", false).status == 200);
+  CHECK(outcome(R"({"prompt":["a",[1,2]]})", false).param == "prompt");
+  CHECK(outcome(R"({"prompt":[[1],"a"]})", false).param == "prompt");
+  CHECK(outcome(R"({"prompt":[[1],[]]})", false).param == "prompt");
   CHECK(outcome(R"({"prompt":[1,-2]})", false).param == "prompt");
   CHECK(outcome(R"({"prompt":[151936]})", false).param == "prompt");
   CHECK(outcome(R"({"prompt":[1.5]})", false).status == 400);
@@ -152,6 +161,96 @@ TEST_CASE("completions prompts: text, ids, one-element lists; out-of-vocabulary 
   CHECK(outcome(R"({"prompt":null})", false).status == 400);
   CHECK(outcome(R"({"prompt":"x","logprobs":21})", false).param == "logprobs");
   CHECK(outcome(R"({"prompt":"x","logprobs":5})", false).status == 200);
+}
+
+namespace {
+
+Result<ParsedGenerate> parse_completion(const std::string& text) {
+  auto body = parse_json_body(text);
+  REQUIRE(body.ok());
+  return parse_completion_request(*body, fixture().context);
+}
+
+}  // namespace
+
+TEST_CASE("completions batches: one engine request per prompt, max_tokens 16 by default, best_of, echo") {
+  auto batch = parse_completion(R"({"prompt":["hello there","a"],"n":2})");
+  REQUIRE(batch.ok());
+  REQUIRE(batch->prompts.size() == 2);
+  const std::vector<std::string> texts = {"hello there", "a"};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const GenerateRequest r = batch->prompt_request(i);
+    CHECK(r.prompt_ids == fixture().tokenizer->encode(texts[i], true).value());
+    CHECK(r.n == 2);
+    CHECK(r.stop.max_tokens == kDefaultCompletionMaxTokens);
+    CHECK(r.num_prompt_logprobs == -1);
+  }
+  // The default is cut to the rest of the context; an explicit value is kept.
+  CHECK(parse_completion("{\"prompt\":[" + ids_list(250) + "]}")->prompt_request(0).stop.max_tokens == 6);
+  CHECK(parse_completion(R"({"prompt":"x","max_tokens":40})")->prompt_request(0).stop.max_tokens == 40);
+  // A batch over the context names the prompt.
+  const auto over = parse_completion("{\"prompt\":[[1],[" + ids_list(300) + "]]}");
+  REQUIRE_FALSE(over.ok());
+  CHECK(from_parse_status(over.status(), "prompt").param == "prompt");
+  CHECK(from_parse_status(over.status(), "prompt").code == "context_length_exceeded");
+  std::string many = "{\"prompt\":[\"a\"";
+  for (int i = 1; i < kMaxPrompts; ++i) many += ",\"a\"";
+  CHECK(parse_completion(many + "]}").ok());
+  CHECK(outcome(many + ",\"b\"]}", false).param == "prompt");
+
+  // best_of: the engine makes best_of candidates (with their logprobs, to rank them); n are returned.
+  const auto best = parse_completion(R"({"prompt":"x","n":2,"best_of":5})");
+  REQUIRE(best.ok());
+  CHECK(best->best_of == 5);
+  CHECK(best->request.n == 2);
+  CHECK(best->prompt_request(0).n == 5);
+  CHECK(best->request.sampling.num_logprobs == 0);
+  CHECK_FALSE(best->logprobs);
+  CHECK(parse_completion(R"({"prompt":"x","n":2,"best_of":2})")->best_of == 0);
+  CHECK(outcome(R"({"prompt":"x","n":3,"best_of":2})", false).param == "best_of");
+  CHECK(outcome(R"({"prompt":"x","best_of":17})", false).param == "best_of");
+  CHECK(outcome(R"({"prompt":"x","best_of":2,"stream":true})", false).param == "best_of");
+  CHECK(outcome(R"({"prompt":"x","best_of":1,"stream":true})", false).status == 200);
+
+  // echo + logprobs asks the engine for the prompt's logprobs; either alone does not.
+  const auto echo = parse_completion(R"({"prompt":"x y","echo":true,"logprobs":3})");
+  REQUIRE(echo.ok());
+  CHECK(echo->request.num_prompt_logprobs == 3);
+  CHECK(echo->prompts[0].text == "x y");
+  CHECK(parse_completion(R"({"prompt":"x","logprobs":3})")->request.num_prompt_logprobs == -1);
+  CHECK(parse_completion(R"({"prompt":"x","echo":true})")->request.num_prompt_logprobs == -1);
+
+  CHECK(outcome(R"({"prompt":"x","suffix":"y"})", false).param == "suffix");
+  CHECK(outcome(R"({"prompt":"x","suffix":""})", false).status == 200);
+  CHECK(outcome(R"({"prompt":"x","suffix":null})", false).status == 200);
+}
+
+TEST_CASE("embeddings: up to 2048 inputs in every form; dimensions within the embedding size") {
+  auto parse = [](const std::string& text) {
+    auto body = parse_json_body(text);
+    REQUIRE(body.ok());
+    return parse_embedding_request(*body, fixture().context);
+  };
+  std::string inputs = "[\"a\"";
+  for (int i = 1; i < kMaxEmbeddingInputs; ++i) inputs += i % 2 == 0 ? ",\"a\"" : ",\"b c\"";
+  const auto full = parse("{\"input\":" + inputs + "]}");
+  REQUIRE(full.ok());
+  CHECK(full->inputs.size() == static_cast<std::size_t>(kMaxEmbeddingInputs));
+  const auto over = parse("{\"input\":" + inputs + ",\"d\"]}");
+  REQUIRE_FALSE(over.ok());
+  CHECK(from_parse_status(over.status()).param == "input");
+  CHECK(parse(R"({"input":[[1,2],[3]]})")->inputs.size() == 2);
+  CHECK(parse(R"({"input":[1,2,3]})")->inputs.size() == 1);
+  CHECK(parse(R"({"input":"x"})")->dimensions == 0);
+  CHECK(parse(R"({"input":"x","dimensions":16})")->dimensions == 16);
+  CHECK(parse(R"({"input":"x","dimensions":64})")->dimensions == 64);
+  for (const char* bad : {R"({"input":"x","dimensions":0})", R"({"input":"x","dimensions":65})",
+                          R"({"input":"x","dimensions":"8"})", R"({"input":"x","dimensions":1.5})"}) {
+    INFO(bad);
+    const auto refused = parse(bad);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(from_parse_status(refused.status()).param == "dimensions");
+  }
 }
 
 TEST_CASE("parsed chat request carries the sampling values and the rendered prompt") {
@@ -363,4 +462,177 @@ TEST_CASE("sanitize_utf8 keeps valid text and replaces broken bytes") {
   CHECK(sanitize_utf8("\xe4\xb8") == "\xEF\xBF\xBD\xEF\xBF\xBD");
   CHECK(sanitize_utf8("\xed\xa0\x80") != "\xed\xa0\x80");  // surrogates are not UTF-8
   CHECK(sanitize_utf8("\xc0\x80") != "\xc0\x80");          // overlong
+}
+
+TEST_CASE("a completions batch streams choice j of prompt i as index i * n + j; [DONE] once all are done") {
+  auto parsed = parse_completion(R"({"prompt":["a","b"],"n":2,"stream":true,"stream_options":{"include_usage":true}})");
+  REQUIRE(parsed.ok());
+  GenerationResponse streamed(*parsed, {"cmpl-1", 1, "m"}, fixture().tokenizer);
+  GenerationResponse whole(*parsed, {"cmpl-1", 1, "m"}, fixture().tokenizer);
+  // Outputs of the two prompts' engine requests, interleaved.
+  const std::vector<std::pair<std::size_t, RequestOutput>> outputs = {
+      {1, output({delta(0, "x"), delta(1, "y")}, false, {1, 2, 0})},
+      {0, output({delta(0, "p", FinishReason::stop), delta(1, "q", FinishReason::stop)}, true, {1, 2, 0})},
+      {1, output({delta(0, "z", FinishReason::length), delta(1, "w", FinishReason::length)}, true, {3, 4, 1})},
+  };
+  std::string sse;
+  for (const auto& [prompt, o] : outputs) {
+    CHECK(sse.find("[DONE]") == std::string::npos);
+    sse += streamed.stream_events(o, prompt);
+    whole.accumulate(o, prompt);
+  }
+  bool done_last = false;
+  const auto events = events_of(sse, done_last);
+  CHECK(done_last);
+  std::map<int64_t, std::string> text;
+  std::map<int64_t, int> finishes;
+  for (const json::value& e : events) {
+    for (const json::value& c : e.at("choices").as_array()) {
+      text[c.at("index").as_int64()] += std::string(c.at("text").as_string());
+      if (!c.at("finish_reason").is_null()) ++finishes[c.at("index").as_int64()];
+    }
+  }
+  CHECK(text == std::map<int64_t, std::string>{{0, "p"}, {1, "q"}, {2, "xz"}, {3, "yw"}});
+  CHECK(finishes == std::map<int64_t, int>{{0, 1}, {1, 1}, {2, 1}, {3, 1}});
+  const json::value& usage = events.back().at("usage");
+  CHECK(usage.at("prompt_tokens").as_int64() == 4);
+  CHECK(usage.at("completion_tokens").as_int64() == 6);
+  CHECK(usage.at("prompt_tokens_details").at("cached_tokens").as_int64() == 1);
+  const json::value body = json::parse(whole.body());
+  const json::array& choices = body.at("choices").as_array();
+  REQUIRE(choices.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(choices[i].at("index").as_int64() == static_cast<int64_t>(i));
+    CHECK(choices[i].at("text").as_string() == text[static_cast<int64_t>(i)]);
+  }
+  CHECK(body.at("usage").at("total_tokens").as_int64() == 10);
+}
+
+namespace {
+
+ChoiceDelta scored(int32_t index, std::string text, std::vector<float> logprobs) {
+  ChoiceDelta d = delta(index, std::move(text), FinishReason::length);
+  for (float lp : logprobs) d.logprobs.push_back({.token = 5, .logprob = lp, .top = {{5, lp}}});
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("best_of returns the n candidates with the highest cumulative logprob, best first") {
+  auto parsed = parse_completion(R"({"prompt":"a","n":2,"best_of":4})");
+  REQUIRE(parsed.ok());
+  GenerationResponse response(*parsed, {"cmpl-1", 1, "m"}, fixture().tokenizer);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  response.accumulate(output({scored(0, "c0", {-1.0f, -1.0f}), scored(1, "c1", {-0.5f, -0.25f}),
+                              scored(2, "c2", {-0.1f, nan}), scored(3, "c3", {-1.5f, -0.25f})},
+                             true, {1, 8, 0}));
+  const json::value body = json::parse(response.body());
+  const json::array& choices = body.at("choices").as_array();
+  REQUIRE(choices.size() == 2);
+  CHECK(choices[0].at("text").as_string() == "c1");  // -0.75
+  CHECK(choices[1].at("text").as_string() == "c3");  // -1.75 beats -2 (c0) and NaN (c2)
+  CHECK(choices[0].at("index").as_int64() == 0);
+  CHECK(choices[1].at("index").as_int64() == 1);
+  CHECK(choices[0].at("logprobs").is_null());  // ranked by them, not asked for
+  CHECK(body.at("usage").at("completion_tokens").as_int64() == 8);
+}
+
+namespace {
+
+std::shared_ptr<const text::Tokenizer> stories_tokenizer() {
+  static auto tokenizer = [] {
+    auto loaded = text::Tokenizer::from_model_dir(std::filesystem::path(LLAISYS_SOURCE_DIR) / "models" / "stories260K");
+    REQUIRE(loaded.ok());
+    return loaded.value();
+  }();
+  return tokenizer;
+}
+
+// A token's bytes read off its vocabulary entry: "▁" is a space, "<0xNN>" the byte, special tokens
+// their text.
+std::string vocab_bytes(TokenId id) {
+  const std::string piece = stories_tokenizer()->token_text(id).value();
+  if (stories_tokenizer()->is_special(id)) return piece;
+  if (piece.size() == 6 && piece.starts_with("<0x") && piece.ends_with(">")) {
+    return std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));
+  }
+  std::string out;
+  for (std::size_t i = 0; i < piece.size();) {
+    if (piece.compare(i, 3, "\xE2\x96\x81") == 0) {
+      out += ' ';
+      i += 3;
+    } else {
+      out += piece[i++];
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> byte_values(const std::string& bytes) {
+  std::vector<int64_t> out;
+  for (char c : bytes) out.push_back(static_cast<unsigned char>(c));
+  return out;
+}
+
+std::vector<int64_t> json_ints(const json::value& list) {
+  std::vector<int64_t> out;
+  for (const json::value& v : list.as_array()) out.push_back(v.as_int64());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("SentencePiece logprobs: each token's own bytes; chat keeps tokens of equal text apart") {
+  // 403 "▁Once", 13 "<0x0A>", 231 "<0xE4>" (a lone UTF-8 lead byte), 2 "</s>"; 410 "▁" and 35
+  // "<0x20>" are both a space.
+  const std::vector<TokenId> ids = {403, 13, 231, 2};
+  ChoiceDelta d = delta(0, "Once\n", FinishReason::stop);
+  for (TokenId id : ids) d.logprobs.push_back({.token = id, .logprob = -1.0f, .top = {{410, -0.5f}, {35, -0.75f}, {id, -1.0f}}});
+  ParsedGenerate chat = parsed_chat(1, false, false);
+  chat.logprobs = true;
+  chat.top_logprobs = 3;
+  GenerationResponse response(chat, {"chatcmpl-1", 1, "m"}, stories_tokenizer());
+  response.accumulate(output({d}, true));
+  const json::value body = json::parse(response.body());
+  const json::array& content = body.at("choices").at(0).at("logprobs").at("content").as_array();
+  REQUIRE(content.size() == ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    INFO("token " << ids[i]);
+    const std::string expected = vocab_bytes(ids[i]);
+    CHECK(json_ints(content[i].at("bytes")) == byte_values(expected));
+    CHECK(content[i].at("token").as_string() == sanitize_utf8(expected));
+    const json::array& top = content[i].at("top_logprobs").as_array();
+    REQUIRE(top.size() == 3);
+    CHECK(json_ints(top[0].at("bytes")) == std::vector<int64_t>{' '});
+    CHECK(json_ints(top[1].at("bytes")) == std::vector<int64_t>{' '});
+    CHECK(top[1].at("logprob").as_double() == -0.75);
+  }
+  CHECK(content[0].at("token").as_string() == " Once");
+  CHECK(content[2].at("token").as_string() == "\xEF\xBF\xBD");
+  CHECK(content[3].at("token").as_string() == "</s>");
+}
+
+TEST_CASE("echo + logprobs: the prompt's entries first (the first without a logprob), offsets add up") {
+  ParsedGenerate p;
+  p.kind = ApiKind::completion;
+  p.logprobs = true;
+  p.top_logprobs = 2;
+  p.echo = true;
+  p.prompts = {{.ids = {1, 403, 410}, .text = "Once "}};
+  GenerationResponse response(p, {"cmpl-1", 1, "m"}, stories_tokenizer());
+  RequestOutput out = output({delta(0, "the", FinishReason::length)}, true);
+  out.prompt_logprobs = {{.token = 403, .logprob = -2.0f, .top = {{403, -2.0f}, {13, -3.0f}}},
+                         {.token = 410, .logprob = -1.0f, .top = {{410, -1.0f}, {35, -1.5f}}}};
+  out.choices[0].logprobs = {{.token = 265, .logprob = -0.5f, .top = {{265, -0.5f}, {410, -2.5f}}}};
+  response.accumulate(out);
+  const json::value choice = json::parse(response.body()).at("choices").at(0);
+  CHECK(choice.at("text").as_string() == "Once the");
+  const json::value& lp = choice.at("logprobs");
+  CHECK(lp.at("tokens") == json::parse(R"(["<s>", " Once", " ", " the"])"));
+  CHECK(lp.at("token_logprobs") == json::parse("[null, -2.0, -1.0, -0.5]"));
+  CHECK(lp.at("text_offset") == json::parse("[0, 3, 8, 9]"));
+  CHECK(lp.at("top_logprobs").at(0).is_null());
+  CHECK(lp.at("top_logprobs").at(1) == json::parse(R"({" Once": -2.0, "\n": -3.0})"));
+  // 410 and 35 are both " ": the dict keeps the more likely one's value.
+  CHECK(lp.at("top_logprobs").at(2) == json::parse(R"({" ": -1.0})"));
 }

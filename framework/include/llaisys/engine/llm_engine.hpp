@@ -10,6 +10,10 @@
 //    requests aborted or ignored since the previous step. Call it while has_unfinished().
 //  - Stop rules, in order: EOS (unless ignore_eos), stop token ids, stop strings (text never holds
 //    any part of one), max_tokens, then the end of the context or of the KV cache (length).
+//  - Prompt logprobs (GenerateRequest::num_prompt_logprobs): every prompt position runs (no prefix
+//    cache), each prompt token after the first is scored once (also across preemptions), and the
+//    scores come together in the output with the first sampled token. A step holds at most 64 MiB
+//    of their logits rows, so a long prompt is scored over several steps.
 //  - Batch invariance: a request's tokens do not depend on what else runs (greedy: bit-exact on the
 //    CPU; seeded sampling: a choice's draw at position p is a function of its seed and p alone).
 //  - A failed model pass does not throw or stop the engine: the requests in that step finish with

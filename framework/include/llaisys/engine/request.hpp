@@ -45,6 +45,10 @@ struct GenerateRequest {
   // a choice whose grammar is complete (no byte may follow) finishes with stop. Compiled against
   // this model's vocabulary (its vocab_size). Null: unconstrained.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // -1: none. k in [0, 20]: the log-probability of every prompt token after the first under the
+  // tokens before it, with the k most likely alternatives (RequestOutput::prompt_logprobs). Every
+  // prompt position then needs its logits, so the prompt runs without the prefix cache.
+  int32_t num_prompt_logprobs = -1;
 };
 
 enum class Pooling : uint8_t { last, mean };
@@ -92,6 +96,9 @@ struct RequestOutput {
   Usage usage;                           // totals so far (final when finished)
   RequestTimes times;
   std::vector<float> embedding;          // embedding requests: the pooled vector, in the last output
+  // With num_prompt_logprobs >= 0: prompt tokens 1..P-1 (token 0 has no context), all at once, in
+  // the output that carries the first sampled token.
+  std::vector<TokenLogprob> prompt_logprobs;
 };
 
 }  // namespace llaisys

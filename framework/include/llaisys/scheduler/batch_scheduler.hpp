@@ -11,6 +11,8 @@
 //  3. If nobody was preempted, waiting sequences are admitted first-come first-served: the prefix
 //     cache is matched first (those tokens cost neither budget nor blocks), then a chunk of the rest
 //     is scheduled. The queue head blocks the queue (no overtaking) when it does not fit.
+//  Prompt chunks of requests that read every prompt position's logits (prompt logprobs) also share
+//  max_prompt_logprob_tokens per step, which bounds the logits rows a step produces for them.
 // A request with n > 1 choices prefills once (choice 0); when its prompt is complete the other
 // choices fork from it, sharing its blocks copy-on-write, and sample from the same logits row.
 // With a sliding window (KVStoreConfig::sliding_window), every successful update() lets each running
@@ -37,6 +39,7 @@ struct SchedulerConfig {
   int32_t max_num_seqs = 64;              // running sequences (pending forks count)
   int32_t max_num_batched_tokens = 2048;  // tokens per forward pass
   int32_t max_context = 4096;             // positions per sequence
+  int32_t max_prompt_logprob_tokens = 2048;  // prompt tokens of prompt_logprobs sequences per step
 };
 
 struct SchedulerRequest {
@@ -46,6 +49,7 @@ struct SchedulerRequest {
   std::string cache_namespace;            // prefix-cache key space (model, adapter, salt)
   OutputKind output_kind = OutputKind::logits;
   bool use_prefix_cache = true;           // false when every prompt position must be computed
+  bool prompt_logprobs = false;           // every prompt position's logits are read (see the policy)
 };
 
 struct SchedulerStats {
@@ -91,8 +95,16 @@ class BatchScheduler {
   Sequence& seq(SeqId id) { return sequences_.at(id); }
   int32_t running_seats() const;
   std::optional<std::string> unrunnable_reason(const Sequence& s) const;
-  bool schedule_running(SchedulerOutput& out, int32_t& budget);
-  void schedule_waiting(SchedulerOutput& out, int32_t& budget);
+  // What is left of a step's token budgets while it is scheduled.
+  struct Budget {
+    int32_t tokens = 0;
+    int32_t prompt_logprob_tokens = 0;
+    // The largest chunk `s` may take now.
+    int32_t chunk_limit(const Sequence& s) const;
+    void take(const Sequence& s, int32_t num_tokens);
+  };
+  bool schedule_running(SchedulerOutput& out, Budget& budget);
+  void schedule_waiting(SchedulerOutput& out, Budget& budget);
   void add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_tokens);
   void preempt(Sequence& s, SchedulerOutput& out);
   void finish(Sequence& s, SeqStatus status, std::string detail, std::vector<FinishedSeq>* report);

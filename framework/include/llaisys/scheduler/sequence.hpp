@@ -41,6 +41,7 @@ struct Sequence {
   SeqStatus status = SeqStatus::waiting;
   OutputKind output_kind = OutputKind::logits;
   bool use_prefix_cache = true;
+  bool prompt_logprobs = false;       // its prompt chunks count against max_prompt_logprob_tokens
   std::string cache_namespace;
   SeqId fork_parent = -1;             // choices > 0 before they fork from choice 0's prompt
   std::vector<SeqId> pending_forks;   // choice 0: the choices still waiting to fork from it

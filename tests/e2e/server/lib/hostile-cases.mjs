@@ -81,7 +81,7 @@ export const cases = [
   { name: 'prompt holds a negative id', path: COMPLETIONS, body: completion({ prompt: [-1] }), expect: bad('prompt') },
   { name: 'prompt holds a fractional id', path: COMPLETIONS, body: completion({ prompt: [1.5] }), expect: bad('prompt') },
   { name: 'prompt is an empty array', path: COMPLETIONS, body: completion({ prompt: [] }), expect: bad('prompt') },
-  { name: 'prompt is an array of two strings', path: COMPLETIONS, body: completion({ prompt: ['a', 'b'] }), expect: bad('prompt') },
+  { name: 'prompt mixes a string and a list of ids', path: COMPLETIONS, body: completion({ prompt: ['a', [1, 2]] }), expect: bad('prompt') },
   {
     name: 'prompt ids longer than the context', path: COMPLETIONS,
     body: completion({ prompt: Array.from({ length: 300 }, (_, i) => 100 + i) }),
