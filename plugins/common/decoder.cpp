@@ -273,6 +273,7 @@ Status Decoder::run_step(const ForwardBatch& batch, std::span<const SampleRow> s
     if (out.timings != nullptr) *out.timings = StepTimings{.forward_ns = nanoseconds(Clock::now() - start)};
     return Status();
   }
+  if (out.wait_for_masks != nullptr) LLAISYS_RETURN_IF_ERROR((*out.wait_for_masks)());
   const auto sampling_start = Clock::now();
   LLAISYS_RETURN_IF_ERROR(sampler_->sample(result, sampling, out));
   if (out.timings != nullptr) {

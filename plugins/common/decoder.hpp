@@ -29,6 +29,8 @@ namespace llaisys::decoder {
 
 class Decoder {
  public:
+  // step() calls out.wait_for_masks after the forward pass (masks made while it runs).
+  static constexpr bool kWaitsForMasks = true;
   // Reads the safetensors of params.model_dir for `spec` onto the device the options name.
   static Result<std::unique_ptr<Decoder>> open(const ModelCreateParams& params, DecoderSpec spec);
 

@@ -27,6 +27,8 @@ Result<std::unique_ptr<Decoder>> open_described(const ModelCreateParams& params,
 template <DescribeFn Describe>
 class DecoderPlugin {
  public:
+  // step() calls out.wait_for_masks after the forward pass (masks made while it runs).
+  static constexpr bool kWaitsForMasks = true;
   static Result<std::unique_ptr<DecoderPlugin>> create(const ModelCreateParams& params) {
     LLAISYS_ASSIGN_OR_RETURN(std::unique_ptr<Decoder> decoder, open_described(params, Describe));
     return std::make_unique<DecoderPlugin>(std::move(decoder));

@@ -274,6 +274,7 @@ Status MockModel::step(const ForwardBatch& batch, std::span<const SampleRow> sam
   if (sampling.empty()) return compute_rows(batch, out.rows);
   logits_.resize(static_cast<std::size_t>(batch.num_outputs()) * static_cast<std::size_t>(info_.vocab_size));
   LLAISYS_RETURN_IF_ERROR(compute_rows(batch, logits_));
+  if (out.wait_for_masks != nullptr) LLAISYS_RETURN_IF_ERROR((*out.wait_for_masks)());
   sampler_.sample(logits_, sampling, out);
   return Status();
 }

@@ -62,6 +62,8 @@ struct MockConfig {
 
 class MockModel {
  public:
+  // step() calls out.wait_for_masks after the forward pass (masks made while it runs).
+  static constexpr bool kWaitsForMasks = true;
   static Result<std::unique_ptr<MockModel>> create(const ModelCreateParams& params);
   explicit MockModel(MockConfig config);
 

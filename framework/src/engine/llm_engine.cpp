@@ -5,6 +5,7 @@
 #include <random>
 
 #include "llaisys/core/log.hpp"
+#include "mask_worker.hpp"
 #include "model_runner.hpp"
 #include "llaisys/scheduler/batch_scheduler.hpp"
 #include "output_processor.hpp"
@@ -33,6 +34,8 @@ struct LLMEngine::State {
   int64_t num_failed_steps = 0;
   int64_t num_computed_tokens = 0;
   StepTimes times;
+  // Last: stopped before the rows its job writes go away. A pointer: State is moved into place.
+  std::unique_ptr<engine_detail::MaskWorker> mask_worker = std::make_unique<engine_detail::MaskWorker>();
 };
 
 namespace {
@@ -230,10 +233,27 @@ std::vector<RequestOutput> LLMEngine::step() {
   s.times.schedule_ns += nanoseconds_since(mark);
   if (!plan.empty()) {
     ++s.num_steps;
-    const engine_detail::SamplingRows& sampling = s.outputs.sampling_rows(plan);
+    engine_detail::SamplingRows& sampling = s.outputs.sampling_rows(plan);
     s.times.prepare_ns += nanoseconds_since(mark);
-    s.times.mask_ns += sampling.mask_ns();
-    Result<const engine_detail::StepRows*> rows = s.runner.run(plan, sampling);
+    // Grammar masks are made on the worker while the forward pass runs; the model waits for them
+    // before sampling (a model that cannot, before its step).
+    auto run_model = [&]() -> Result<const engine_detail::StepRows*> {
+      if (!sampling.has_masks()) return s.runner.run(plan, sampling);
+      s.mask_worker->start([&sampling] { sampling.fill_masks(); });
+      uint64_t waited_ns = 0;
+      const std::function<Status()> wait = [&] {
+        Clock::time_point since = Clock::now();
+        s.mask_worker->wait();
+        waited_ns += nanoseconds_since(since);
+        return Status();
+      };
+      Result<const engine_detail::StepRows*> result = s.runner.run(plan, sampling, &wait);
+      s.mask_worker->wait();  // also when the step failed before waiting
+      s.times.mask_ns += sampling.mask_ns();
+      s.times.mask_wait_ns += waited_ns;
+      return result;
+    };
+    Result<const engine_detail::StepRows*> rows = run_model();
     const uint64_t model_ns = nanoseconds_since(mark);
     if (rows.ok()) {
       const StepTimings& t = rows.value()->timings();

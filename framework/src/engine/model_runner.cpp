@@ -26,14 +26,15 @@ std::span<const float> StepRows::hidden(std::size_t chunk) const {
                                                  static_cast<std::size_t>(hidden_count_[chunk]) * width);
 }
 
-Result<const StepRows*> ModelRunner::run(const SchedulerOutput& plan, const SamplingRows& sampling) {
+Result<const StepRows*> ModelRunner::run(const SchedulerOutput& plan, const SamplingRows& sampling,
+                                         const std::function<Status()>* wait_for_masks) {
   rows_.vocab_size_ = model_.info().vocab_size;
   rows_.hidden_size_ = model_.info().hidden_size;
   rows_.timings_ = {};
   if (!plan.block_copies.empty()) {
     LLAISYS_RETURN_IF_ERROR(model_.copy_blocks(plan.block_copies).with_context("copying KV blocks"));
   }
-  LLAISYS_RETURN_IF_ERROR(run_sampled(plan, sampling));
+  LLAISYS_RETURN_IF_ERROR(run_sampled(plan, sampling, wait_for_masks));
   LLAISYS_RETURN_IF_ERROR(run_hidden(plan));
   return &rows_;
 }
@@ -73,7 +74,8 @@ Status ModelRunner::step(OutputKind kind, std::span<const SampleRow> sampling, c
 
 // Every logits chunk runs (prefill chunks that sample nothing still write their K/V); sampling row r
 // reads the token at its read position in its chunk.
-Status ModelRunner::run_sampled(const SchedulerOutput& plan, const SamplingRows& sampling) {
+Status ModelRunner::run_sampled(const SchedulerOutput& plan, const SamplingRows& sampling,
+                                const std::function<Status()>* wait_for_masks) {
   clear_batch();
   first_token_.assign(plan.chunks.size(), -1);
   for (std::size_t c = 0; c < plan.chunks.size(); ++c) {
@@ -100,7 +102,8 @@ Status ModelRunner::run_sampled(const SchedulerOutput& plan, const SamplingRows&
                        .top_ids = rows_.top_ids_,
                        .top_logprobs = rows_.top_logprobs_,
                        .rows = rows_.logits_,
-                       .timings = &rows_.timings_};
+                       .timings = &rows_.timings_,
+                       .wait_for_masks = wait_for_masks};
   if (n == 0) return step(OutputKind::logits, {}, StepOutput{.timings = &rows_.timings_});
   return step(OutputKind::logits, sampling.rows(), out);
 }

@@ -7,6 +7,7 @@
 // prompt position); chunks of embedding requests (hidden states, one row per token) into a second
 // one, since a pass has a single output kind. Block copies run first.
 
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -52,10 +53,14 @@ class ModelRunner {
   const ModelInfo& info() const { return model_.info(); }
   Status init_kv_cache(const KvCacheConfig& config) { return model_.init_kv_cache(config); }
   // Runs the step. The returned rows stay valid until the next call.
-  Result<const StepRows*> run(const SchedulerOutput& plan, const SamplingRows& sampling);
+  // With `wait_for_masks`, the rows' grammar masks are still being made: the model calls it before
+  // reading them (StepOutput::wait_for_masks).
+  Result<const StepRows*> run(const SchedulerOutput& plan, const SamplingRows& sampling,
+                              const std::function<Status()>* wait_for_masks = nullptr);
 
  private:
-  Status run_sampled(const SchedulerOutput& plan, const SamplingRows& sampling);
+  Status run_sampled(const SchedulerOutput& plan, const SamplingRows& sampling,
+                     const std::function<Status()>* wait_for_masks);
   Status run_hidden(const SchedulerOutput& plan);
   void clear_batch();
   // Appends the chunk's tokens as the next sequence of the batch; returns the index of its first token.

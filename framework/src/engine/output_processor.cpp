@@ -139,7 +139,7 @@ void OutputProcessor::on_scheduled(const SchedulerOutput& plan) {
   }
 }
 
-const SamplingRows& OutputProcessor::sampling_rows(const SchedulerOutput& plan) {
+SamplingRows& OutputProcessor::sampling_rows(const SchedulerOutput& plan) {
   sampling_.clear();
   for (std::size_t index = 0; index < plan.chunks.size(); ++index) {
     const ScheduledChunk& chunk = plan.chunks[index];
@@ -173,6 +173,13 @@ void OutputProcessor::add_prompt_rows(const RequestState& r, std::size_t index, 
 }
 
 StepResult OutputProcessor::process(const SchedulerOutput& plan, const StepRows& rows) {
+  for (const SamplingRows::MaskFailure& failure : sampling_.mask_failures()) {
+    RequestState* r = nullptr;
+    Choice* c = choice_of(failure.seq, &r);
+    if (c == nullptr || c->finished) continue;
+    log::error("engine: sequence {}: {}", failure.seq, failure.message);
+    finish_choice(*r, *c, FinishReason::error, failure.message);
+  }
   StepResult result;
   std::size_t row = 0;
   for (std::size_t index = 0; index < plan.chunks.size(); ++index) {

@@ -37,8 +37,10 @@ class OutputProcessor {
   void on_scheduled(const SchedulerOutput& plan);
   // How the model samples each output row of the plan, in plan order. A choice that cannot be
   // described (no sequence slot left: a bug) is finished with an error and gets no row.
-  const SamplingRows& sampling_rows(const SchedulerOutput& plan);
-  // The step's results (rows built by the last sampling_rows()) -> outputs and the scheduler's verdicts.
+  // Their grammar masks are made by SamplingRows::fill_masks() (the engine runs it beside the step).
+  SamplingRows& sampling_rows(const SchedulerOutput& plan);
+  // The step's results (rows built by the last sampling_rows()) -> outputs and the scheduler's verdicts;
+  // choices whose grammar could not go on (SamplingRows::mask_failures) finish with an error first.
   StepResult process(const SchedulerOutput& plan, const StepRows& rows);
   void on_finished(std::span<const FinishedSeq> finished);
   // Outputs of every request with news; finished requests are forgotten.

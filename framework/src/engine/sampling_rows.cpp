@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <new>
+#include <string>
 
 namespace llaisys::engine_detail {
 namespace {
@@ -48,6 +50,8 @@ void SamplingRows::clear() {
   top_width_ = 0;
   num_logits_rows_ = 0;
   masks_.clear();
+  mask_jobs_.clear();
+  mask_failures_.clear();
   mask_ns_ = 0;
 }
 
@@ -67,22 +71,8 @@ Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t 
                 .num_top_logprobs = p.num_logprobs};
   Extents extents;
   if (c.matcher) {
-    const auto start = std::chrono::steady_clock::now();
     mask_words_ = allowed_mask_words(info.vocab_size);
-    extents.mask_begin = masks_.size();
-    masks_.resize(masks_.size() + mask_words_);
-    const std::span<uint32_t> mask(masks_.data() + extents.mask_begin, mask_words_);
-    c.matcher->fill_mask(mask);
-    mask_ns_ += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-    const bool any = std::any_of(mask.begin(), mask.end(), [](uint32_t w) { return w != 0u; });
-    if (!any || c.matcher->limit_reached()) {
-      masks_.resize(extents.mask_begin);
-      return Status(ErrorCode::resource_exhausted,
-                    c.matcher->limit_reached()
-                        ? "structured output: the grammar's parse passed its limits (too ambiguous or too deeply nested)"
-                        : "structured output: no token of the vocabulary can continue the grammar");
-    }
+    vocab_size_ = info.vocab_size;
   }
   if (row.has_penalties()) {
     if (c.slot < 0) {
@@ -118,6 +108,11 @@ Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t 
   if (p.num_top_logits > 0) row.logits_row = num_logits_rows_++;
   top_width_ = std::max(top_width_, p.num_logprobs);
   rows_.push_back(row);
+  if (c.matcher) {  // written by fill_masks(), maybe while the model's forward pass runs
+    extents.mask_begin = masks_.size();
+    masks_.resize(masks_.size() + mask_words_);
+    mask_jobs_.push_back(MaskJob{.choice = &c, .row = rows_.size() - 1});
+  }
   extents_.push_back(extents);
   chunks_.push_back(chunk);
   seqs_.push_back(c.seq);
@@ -151,6 +146,33 @@ void SamplingRows::finish() {
       row.logit_bias_values = std::span<const float>(bias_values_).subspan(e.bias_begin, e.bias_end - e.bias_begin);
     }
   }
+}
+
+void SamplingRows::fill_masks() {
+  const auto start = std::chrono::steady_clock::now();
+  for (const MaskJob& job : mask_jobs_) {
+    const std::span<uint32_t> mask(masks_.data() + extents_[job.row].mask_begin, mask_words_);
+    std::string failure;
+    try {
+      grammar::GrammarMatcher& matcher = *job.choice->matcher;
+      matcher.fill_mask(mask);
+      if (matcher.limit_reached()) {
+        failure = "structured output: the grammar's parse passed its limits (too ambiguous or too deeply nested)";
+      } else if (std::none_of(mask.begin(), mask.end(), [](uint32_t w) { return w != 0u; })) {
+        failure = "structured output: no token of the vocabulary can continue the grammar";
+      }
+    } catch (const std::bad_alloc&) {
+      failure = "structured output: out of memory computing the token mask";
+    }
+    if (!failure.empty()) {
+      // The row must still be a valid one (the model samples it); its token is never used.
+      std::fill(mask.begin(), mask.end(), ~0u);
+      if (const std::size_t tail = static_cast<std::size_t>(vocab_size_) % 32; tail != 0) mask.back() = (1u << tail) - 1u;
+      mask_failures_.push_back(MaskFailure{.seq = seqs_[job.row], .message = std::move(failure)});
+    }
+  }
+  mask_ns_ += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace llaisys::engine_detail

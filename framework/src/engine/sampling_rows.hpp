@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "llaisys/model/model.hpp"
@@ -51,6 +52,17 @@ class SamplingRows {
   // The prompt token a prompt row scores; -1 for a row that samples.
   TokenId prompt_target(std::size_t row) const { return prompt_targets_[row]; }
   int32_t top_width() const { return top_width_; }
+  // Grammar rows: their allowed masks are made by fill_masks(), which may run on another thread
+  // while the model's forward pass runs (nothing else may touch these rows' choices meanwhile). A
+  // choice whose grammar cannot go on gets a mask allowing every token and is listed in
+  // mask_failures(): the caller finishes it with the message and ignores its token.
+  bool has_masks() const { return !mask_jobs_.empty(); }
+  void fill_masks();
+  struct MaskFailure {
+    SeqId seq;
+    std::string message;
+  };
+  const std::vector<MaskFailure>& mask_failures() const { return mask_failures_; }
   uint64_t mask_ns() const { return mask_ns_; }  // spent on grammar masks since clear()
   int32_t num_logits_rows() const { return num_logits_rows_; }
 
@@ -72,6 +84,13 @@ class SamplingRows {
   std::vector<float> bias_values_;
   std::vector<uint32_t> masks_;    // grammar rows' allowed-token masks, back to back
   std::size_t mask_words_ = 0;
+  int32_t vocab_size_ = 0;
+  struct MaskJob {
+    Choice* choice;
+    std::size_t row;
+  };
+  std::vector<MaskJob> mask_jobs_;
+  std::vector<MaskFailure> mask_failures_;
   uint64_t mask_ns_ = 0;
   int32_t top_width_ = 0;
   int32_t num_logits_rows_ = 0;

@@ -150,13 +150,34 @@ Status AnyModel::step(const ForwardBatch& batch, std::span<const SampleRow> samp
   c_rows_.clear();
   for (const SampleRow& row : sampling) c_rows_.push_back(to_c(row));
   const llaisys_step_output c_out = to_c(out);
+  const llaisys_sample_row* rows = sampling.empty() ? nullptr : c_rows_.data();
   llaisys_error error{};
-  if (llaisys_status code =
-          plugin_->table().step(handle_, &c, sampling.empty() ? nullptr : c_rows_.data(), &c_out, &error);
-      code != LLAISYS_OK) {
-    return from_c_error(code, error, "step");
+  llaisys_status code = LLAISYS_OK;
+  if (out.wait_for_masks != nullptr && waits_for_masks()) {
+    // The host's wait crosses the boundary as a C callback; its Status stays on this side.
+    struct Wait {
+      const std::function<Status()>* fn;
+      Status status;
+    } wait{out.wait_for_masks, Status()};
+    auto ready = [](void* user) -> int32_t {
+      auto* w = static_cast<Wait*>(user);
+      w->status = (*w->fn)();
+      return w->status.ok() ? 0 : 1;
+    };
+    code = plugin_->table().step_pending_masks(handle_, &c, rows, &c_out, ready, &wait, &error);
+    if (!wait.status.ok()) return wait.status;
+  } else {
+    if (out.wait_for_masks != nullptr) LLAISYS_RETURN_IF_ERROR((*out.wait_for_masks)());
+    code = plugin_->table().step(handle_, &c, rows, &c_out, &error);
   }
+  if (code != LLAISYS_OK) return from_c_error(code, error, "step");
   return Status();
+}
+
+bool AnyModel::waits_for_masks() const {
+  const llaisys_plugin& table = plugin_->table();
+  return table.struct_size >= offsetof(llaisys_plugin, step_pending_masks) + sizeof(table.step_pending_masks) &&
+         table.step_pending_masks != nullptr;
 }
 
 Status AnyModel::copy_blocks(std::span<const BlockCopy> copies) {

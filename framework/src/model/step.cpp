@@ -103,6 +103,16 @@ Result<StepOutput> step_output_from_c(const llaisys_step_output& c, int32_t num_
 
 namespace {
 
+bool allows_some_token(const SampleRow& row, const ModelInfo& info) {
+  for (std::size_t w = 0; w < row.allowed.size(); ++w) {
+    const uint32_t bits = row.allowed[w];
+    const std::size_t first = w * 32;
+    const std::size_t valid = std::min<std::size_t>(32, static_cast<std::size_t>(info.vocab_size) - first);
+    if ((valid == 32 ? bits : bits & ((1u << valid) - 1u)) != 0) return true;
+  }
+  return false;
+}
+
 Status check_row(const SampleRow& row, std::size_t r, const ModelInfo& info, const KvCacheConfig& kv_config,
                  const StepOutput& out, std::vector<uint8_t>& slot_used, std::vector<uint8_t>& logits_row_used) {
   auto bad = [r](std::string_view what, auto value) {
@@ -153,14 +163,9 @@ Status check_row(const SampleRow& row, std::size_t r, const ModelInfo& info, con
       return bad(fmt::format("the allowed mask must have {} words", allowed_mask_words(info.vocab_size)),
                  row.allowed.size());
     }
-    bool any = false;
-    for (std::size_t w = 0; w < row.allowed.size() && !any; ++w) {
-      const uint32_t bits = row.allowed[w];
-      const std::size_t first = w * 32;
-      const std::size_t valid = std::min<std::size_t>(32, static_cast<std::size_t>(info.vocab_size) - first);
-      any = (valid == 32 ? bits : bits & ((1u << valid) - 1u)) != 0;
+    if (out.wait_for_masks == nullptr && !allows_some_token(row, info)) {
+      return bad("the allowed mask allows no token of the vocabulary", 0);
     }
-    if (!any) return bad("the allowed mask allows no token of the vocabulary", 0);
   }
   if (row.num_top_logprobs < -1 || row.num_top_logprobs > out.top_width || row.num_top_logprobs > info.vocab_size) {
     return bad(fmt::format("num_top_logprobs must be in [-1, {}]", std::min(out.top_width, info.vocab_size)),
@@ -221,6 +226,15 @@ Status validate_step(const ForwardBatch& batch, std::span<const SampleRow> sampl
   std::vector<uint8_t> logits_row_used(out.rows.size() / vocab, 0);
   for (std::size_t r = 0; r < sampling.size(); ++r) {
     LLAISYS_RETURN_IF_ERROR(check_row(sampling[r], r, info, kv_config, out, slot_used, logits_row_used));
+  }
+  return Status();
+}
+
+Status validate_masks(std::span<const SampleRow> sampling, const ModelInfo& info) {
+  for (std::size_t r = 0; r < sampling.size(); ++r) {
+    if (!sampling[r].allowed.empty() && !allows_some_token(sampling[r], info)) {
+      return make_error(ErrorCode::invalid_argument, "sample row {}: the allowed mask allows no token of the vocabulary", r);
+    }
   }
   return Status();
 }

@@ -143,3 +143,64 @@ TEST_CASE("grammar: a complete choice stops without an EOS step; EOS only where 
     if (choice.finish_reason == FinishReason::stop) CHECK(choice.tokens.back() == kEos);
   }
 }
+
+namespace {
+
+// A model in front of the mock plugin that says whether it waits for masks, and records what the
+// engine hands it: whether masks were still pending, and how often the wait ran.
+template <bool Waits>
+struct MaskProbe {
+  static constexpr bool kWaitsForMasks = Waits;
+  AnyModel inner;
+  std::shared_ptr<int> pending_steps = std::make_shared<int>(0);
+  std::shared_ptr<int> waits = std::make_shared<int>(0);
+
+  const ModelInfo& info() const { return inner.info(); }
+  Status init_kv_cache(const KvCacheConfig& config) { return inner.init_kv_cache(config); }
+  Status copy_blocks(std::span<const BlockCopy> copies) { return inner.copy_blocks(copies); }
+  Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) {
+    if (out.wait_for_masks == nullptr) return inner.step(batch, sampling, out);
+    ++*pending_steps;
+    const std::function<Status()> counted = [&] {
+      ++*waits;
+      return (*out.wait_for_masks)();
+    };
+    StepOutput probed = out;
+    probed.wait_for_masks = &counted;
+    return inner.step(batch, sampling, probed);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("grammar: masks made while the forward pass runs equal masks made before it") {
+  MockModels models(kQwenSizedMock);
+  auto tokenizer = qwen2_tokenizer();
+  const TestGrammar g = json_test_grammar();
+  const std::vector<TokenId> prompt = *tokenizer->encode("Reply in JSON:");
+  auto run = [&](auto probe) {
+    auto pending = probe.pending_steps;
+    auto waits = probe.waits;
+    auto engine = LLMEngine::create(EngineModel(std::move(probe)), {.num_kv_blocks = 512, .seed = 1234}, tokenizer);
+    REQUIRE(engine.ok());
+    for (uint64_t seed = 0; seed < 12; ++seed) REQUIRE((*engine)->submit(sampled(prompt, seed, 40, g.compiled)).ok());
+    REQUIRE((*engine)->submit(sampled(prompt, 99, 20, nullptr)).ok());  // an unconstrained neighbour
+    auto results = run_all(**engine);
+    CHECK((*engine)->stats().times.mask_ns > 0);
+    return std::tuple(std::move(results), *pending, *waits);
+  };
+  const auto [overlapped, pending, waits] = run(MaskProbe<true>{.inner = models.open()});
+  const auto [upfront, pending_upfront, waits_upfront] = run(MaskProbe<false>{.inner = models.open()});
+  CHECK(pending > 10);         // grammar steps reached the model with masks still being made
+  CHECK(waits == pending);     // and it waited once in each, through the plugin ABI's callback
+  CHECK(pending_upfront == 0);  // a model that does not wait gets them made before its step
+  REQUIRE(overlapped.size() == upfront.size());
+  for (const auto& [id, c] : overlapped) {
+    const Collected& other = upfront.at(id);
+    REQUIRE(c.choices.size() == other.choices.size());
+    for (std::size_t i = 0; i < c.choices.size(); ++i) {
+      CHECK(c.choices[i].tokens == other.choices[i].tokens);
+      if (id <= 12) check_choice(g, c.choices[i]);
+    }
+  }
+}

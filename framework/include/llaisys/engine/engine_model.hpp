@@ -24,10 +24,18 @@ class EngineModel {
   const ModelInfo& info() const { return impl_->info(); }
   Status init_kv_cache(const KvCacheConfig& config) { return impl_->init_kv_cache(config); }
   Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) {
+    if (out.wait_for_masks != nullptr && !impl_->waits_for_masks()) {  // this model reads masks up front
+      LLAISYS_RETURN_IF_ERROR((*out.wait_for_masks)());
+      StepOutput ready = out;
+      ready.wait_for_masks = nullptr;
+      return impl_->step(batch, sampling, ready);
+    }
     return impl_->step(batch, sampling, out);
   }
   Status forward(const ForwardBatch& batch, std::span<float> rows) { return step(batch, {}, StepOutput{.rows = rows}); }
   Status copy_blocks(std::span<const BlockCopy> copies) { return impl_->copy_blocks(copies); }
+  // The model calls StepOutput::wait_for_masks before it reads masks (Model contract).
+  bool waits_for_masks() const { return impl_->waits_for_masks(); }
 
  private:
   struct Concept {
@@ -36,6 +44,7 @@ class EngineModel {
     virtual Status init_kv_cache(const KvCacheConfig& config) = 0;
     virtual Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out) = 0;
     virtual Status copy_blocks(std::span<const BlockCopy> copies) = 0;
+    virtual bool waits_for_masks() const = 0;
   };
   template <class M>
   struct Holder final : Concept {
@@ -46,6 +55,13 @@ class EngineModel {
       return model.step(batch, sampling, out);
     }
     Status copy_blocks(std::span<const BlockCopy> copies) override { return model.copy_blocks(copies); }
+    bool waits_for_masks() const override {
+      if constexpr (requires(const M& m) { { m.waits_for_masks() } -> std::same_as<bool>; }) {
+        return model.waits_for_masks();  // decided at run time (AnyModel: the plugin's table)
+      } else {
+        return llaisys::waits_for_masks<M>();
+      }
+    }
     M model;
   };
   std::unique_ptr<Concept> impl_;

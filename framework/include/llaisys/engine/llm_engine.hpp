@@ -53,8 +53,10 @@ inline constexpr int32_t kMaxChoices = 64;  // largest n
 // forward and sample come from the model (StepTimings); the rest is the host's share.
 struct StepTimes {
   uint64_t schedule_ns = 0;   // the scheduler's plan (admission, KV blocks, preemption)
-  uint64_t prepare_ns = 0;    // sampling rows (grammar masks included)
-  uint64_t mask_ns = 0;       // of which structured output's token masks
+  uint64_t prepare_ns = 0;    // sampling rows
+  uint64_t mask_ns = 0;       // structured output's token masks (made while the forward pass runs)
+  uint64_t mask_wait_ns = 0;  // of which the model waited for, after its forward pass (inside forward_ns
+                              // or model_other_ns, as the model counts it)
   uint64_t forward_ns = 0;    // the model's pass
   uint64_t sample_ns = 0;     // the model's sampling
   uint64_t model_other_ns = 0;  // the rest of the model call (block copies, embedding passes, the ABI)

@@ -26,6 +26,8 @@ class AnyModel {
   const ModelInfo& info() const { return info_; }
   Status init_kv_cache(const KvCacheConfig& config);
   Status step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out);
+  // The plugin has step_pending_masks: StepOutput::wait_for_masks is honoured.
+  bool waits_for_masks() const;
   // A step without sampling: every output row into `rows`.
   Status forward(const ForwardBatch& batch, std::span<float> rows) { return step(batch, {}, StepOutput{.rows = rows}); }
   Status copy_blocks(std::span<const BlockCopy> copies);

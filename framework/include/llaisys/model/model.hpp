@@ -12,6 +12,9 @@
 //    logits rows the rows ask for, into `out`; without, it writes every output row (logits,
 //    vocab_size floats, or final hidden states, hidden_size floats) into out.rows. A step that does
 //    not validate (validate_step) is an invalid_argument error and changes nothing.
+//  - A model whose class says `static constexpr bool kWaitsForMasks = true` calls
+//    out.wait_for_masks (when set) after its forward pass and before it reads any allowed mask, so
+//    the host may compute grammar masks while the forward pass runs; others get masks up front.
 //  - copy_blocks(copies) copies whole KV blocks, in order.
 //  - A model is used by one thread at a time; none of these throw.
 //  - The result for a token depends only on its sequence's tokens (batch invariance): bit-exact on
@@ -66,6 +69,16 @@ struct ModelCreateParams {
   int32_t num_threads = 0;         // 0: the model's choice
   std::string options_json = "{}"; // plugin-specific options
 };
+
+// Whether a Model says it calls StepOutput::wait_for_masks (see the contract above).
+template <class M>
+constexpr bool waits_for_masks() {
+  if constexpr (requires { M::kWaitsForMasks; }) {
+    return M::kWaitsForMasks;
+  } else {
+    return false;
+  }
+}
 
 template <class M>
 concept Model = requires(M& model, const M& const_model, const ForwardBatch& batch,

@@ -219,6 +219,15 @@ typedef struct llaisys_plugin {
    * partially filled block. */
   llaisys_status (*copy_blocks)(llaisys_model* model, const llaisys_block_copy* copies,
                                 int32_t num_copies, llaisys_error* error);
+  /* Appended after version 2 first shipped: present when struct_size covers it, and may be NULL.
+   * step, for a host that computes the rows' allowed masks while the forward pass runs (grammar masks
+   * are CPU work): when called, the `allowed` words may not be written yet. The model calls
+   * masks_ready(masks_user) once, after its forward pass and before it reads any `allowed` word; it
+   * returns once they are all written (nonzero: the host could not make them; the step then fails). */
+  llaisys_status (*step_pending_masks)(llaisys_model* model, const llaisys_forward_batch* batch,
+                                       const llaisys_sample_row* sampling, const llaisys_step_output* out,
+                                       int32_t (*masks_ready)(void* masks_user), void* masks_user,
+                                       llaisys_error* error);
 } llaisys_plugin;
 
 typedef const llaisys_plugin* (*llaisys_plugin_entry_fn)(void);

@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <new>
 #include <utility>
 #include <vector>
@@ -122,26 +123,50 @@ struct Adapter {
   static llaisys_status step(llaisys_model* m, const llaisys_forward_batch* batch,
                              const llaisys_sample_row* sampling, const llaisys_step_output* out,
                              llaisys_error* error) noexcept {
+    return guarded(error, [&]() -> Status { return run_step(m, batch, sampling, out, nullptr); });
+  }
+
+  static llaisys_status step_pending_masks(llaisys_model* m, const llaisys_forward_batch* batch,
+                                           const llaisys_sample_row* sampling, const llaisys_step_output* out,
+                                           int32_t (*masks_ready)(void*), void* masks_user,
+                                           llaisys_error* error) noexcept {
     return guarded(error, [&]() -> Status {
-      if (m == nullptr || batch == nullptr || out == nullptr) {
-        return Status(ErrorCode::invalid_argument, "step: NULL argument");
-      }
-      Handle<M>* h = handle(m);
-      if (!h->kv_ready) return Status(ErrorCode::invalid_argument, "step before init_kv_cache");
-      const ModelInfo& info = h->model->info();
-      LLAISYS_ASSIGN_OR_RETURN(ForwardBatch cpp_batch, ForwardBatch::from_c(*batch));
-      LLAISYS_ASSIGN_OR_RETURN(StepOutput cpp_out, step_output_from_c(*out, cpp_batch.num_outputs(), sampling != nullptr));
-      std::vector<SampleRow>& rows = h->rows;
-      rows.clear();
-      if (sampling != nullptr) {
-        for (int32_t r = 0; r < cpp_batch.num_outputs(); ++r) {
-          LLAISYS_ASSIGN_OR_RETURN(SampleRow row, sample_row_from_c(sampling[r], info.vocab_size));
-          rows.push_back(row);
-        }
-      }
-      LLAISYS_RETURN_IF_ERROR(validate_step(cpp_batch, rows, cpp_out, info, h->kv_config));
-      return h->model->step(cpp_batch, rows, cpp_out);
+      if (masks_ready == nullptr) return Status(ErrorCode::invalid_argument, "step_pending_masks: NULL masks_ready");
+      const std::vector<SampleRow>* rows = nullptr;
+      const ModelInfo* info = nullptr;
+      // Once the host says the masks are written, they are checked like step's.
+      const std::function<Status()> wait = [&]() -> Status {
+        if (masks_ready(masks_user) != 0) return Status(ErrorCode::internal, "the host could not make the allowed masks");
+        return validate_masks(*rows, *info);
+      };
+      return run_step(m, batch, sampling, out, &wait, &rows, &info);
     });
+  }
+
+  static Status run_step(llaisys_model* m, const llaisys_forward_batch* batch, const llaisys_sample_row* sampling,
+                         const llaisys_step_output* out, const std::function<Status()>* wait_for_masks,
+                         const std::vector<SampleRow>** rows_out = nullptr, const ModelInfo** info_out = nullptr) {
+    if (m == nullptr || batch == nullptr || out == nullptr) {
+      return Status(ErrorCode::invalid_argument, "step: NULL argument");
+    }
+    Handle<M>* h = handle(m);
+    if (!h->kv_ready) return Status(ErrorCode::invalid_argument, "step before init_kv_cache");
+    const ModelInfo& info = h->model->info();
+    LLAISYS_ASSIGN_OR_RETURN(ForwardBatch cpp_batch, ForwardBatch::from_c(*batch));
+    LLAISYS_ASSIGN_OR_RETURN(StepOutput cpp_out, step_output_from_c(*out, cpp_batch.num_outputs(), sampling != nullptr));
+    cpp_out.wait_for_masks = wait_for_masks;
+    std::vector<SampleRow>& rows = h->rows;
+    rows.clear();
+    if (sampling != nullptr) {
+      for (int32_t r = 0; r < cpp_batch.num_outputs(); ++r) {
+        LLAISYS_ASSIGN_OR_RETURN(SampleRow row, sample_row_from_c(sampling[r], info.vocab_size));
+        rows.push_back(row);
+      }
+    }
+    if (rows_out != nullptr) *rows_out = &rows;
+    if (info_out != nullptr) *info_out = &info;
+    LLAISYS_RETURN_IF_ERROR(validate_step(cpp_batch, rows, cpp_out, info, h->kv_config));
+    return h->model->step(cpp_batch, rows, cpp_out);
   }
 
   static llaisys_status copy_blocks(llaisys_model* m, const llaisys_block_copy* copies,
@@ -181,6 +206,7 @@ struct Adapter {
     table.init_kv_cache = &Adapter::init_kv_cache;
     table.step = &Adapter::step;
     table.copy_blocks = &Adapter::copy_blocks;
+    if constexpr (waits_for_masks<M>()) table.step_pending_masks = &Adapter::step_pending_masks;
     return table;
   }
 };

@@ -4,6 +4,7 @@
 // conversions to and from the C structs copy no arrays.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -60,6 +61,10 @@ struct StepOutput {
   std::span<float> top_logprobs;    // [num_outputs x top_width]
   std::span<float> rows;            // raw rows: asked logits rows, or every row without sampling
   StepTimings* timings = nullptr;   // filled when not null
+  // Not null: the rows' allowed masks are still being written (the host computes them while the
+  // forward pass runs). The model calls it once, after its forward pass and before it reads any
+  // mask word (a model does so when it says waits_for_masks(); step_pending_masks in the C ABI).
+  const std::function<Status()>* wait_for_masks = nullptr;
 };
 
 // Words of an allowed-token bitmask over `vocab_size` tokens.
@@ -83,7 +88,10 @@ struct ModelInfo;
 // with at least one allowed token, num_top_logprobs <= out.top_width, logits_row distinct and inside
 // out.rows; the output spans as large as the rows need. Without sampling rows, out.rows holds every
 // output row exactly.
+// With out.wait_for_masks the masks' contents are not read (validate_masks, after the wait).
 Status validate_step(const ForwardBatch& batch, std::span<const SampleRow> sampling, const StepOutput& out,
                      const ModelInfo& info, const KvCacheConfig& kv_config);
+// Every row's mask (if any) allows at least one token of the vocabulary.
+Status validate_masks(std::span<const SampleRow> sampling, const ModelInfo& info);
 
 }  // namespace llaisys
