@@ -81,7 +81,7 @@ class TokenVocabulary {
 
   // The trie of the tokens' class sequences under `classes` (each node's `byte` is the smallest byte
   // of its class; right after a sticky byte, the byte itself): tokens whose bytes map alike share a path. A rule that tells few
-  // bytes apart walks it instead of trie(): for the characters of a JSON string, 11,937 nodes
+  // bytes apart walks it instead of trie(): for the characters of a JSON string, 8,235 nodes
   // instead of 333,009 on Qwen2's vocabulary. Built on first use (a walk of trie()), then cached.
   std::shared_ptr<const TokenTrie> class_trie(const ByteClasses& classes) const;
 
