@@ -27,7 +27,6 @@
 #include "cuda/device_memory.hpp"
 #include "llaisys/engine/llm_engine.hpp"
 #include "llaisys/model/registry.hpp"
-#include "model_writer.hpp"
 
 namespace llaisys::bench {
 namespace fs = std::filesystem;
@@ -92,14 +91,7 @@ Result<double> measure_d2d_bandwidth(std::size_t bytes) {
 
 Result<fs::path> model_dir_for(const CudaBenchOptions& o) {
   if (!o.model_dir.empty()) return fs::path(o.model_dir);
-  const auto shape = mkmodel::find_shape(o.shape);
-  if (!shape) return make_error(ErrorCode::invalid_argument, "unknown shape '{}'", o.shape);
-  const fs::path dir = fs::path(o.cache_dir) / fmt::format("bench-{}", o.shape);
-  if (!fs::exists(dir / "config.json")) {
-    fmt::print(stderr, "generating the {} model in {} ...\n", o.shape, dir.string());
-    LLAISYS_RETURN_IF_ERROR(mkmodel::write_model(dir, {.shape = *shape, .seed = 0, .num_shards = 1, .tokenizer_dir = {}}));
-  }
-  return dir;
+  return cached_bench_model(o.shape, o.cache_dir);
 }
 
 Status decode(const CudaBenchOptions& o, const fs::path& model_dir, double bandwidth) {

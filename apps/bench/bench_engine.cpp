@@ -24,7 +24,6 @@
 #include "cpu/thread_pool.hpp"
 #include "llaisys/engine/llm_engine.hpp"
 #include "llaisys/model/registry.hpp"
-#include "model_writer.hpp"
 
 namespace llaisys::bench {
 namespace fs = std::filesystem;
@@ -251,20 +250,12 @@ class Bench {
 int run_engine_bench(const EngineBenchOptions& o) {
   fs::path model_dir = o.model_dir;
   if (model_dir.empty()) {
-    const auto shape = mkmodel::find_shape(o.shape);
-    if (!shape) {
-      fmt::print(stderr, "error: unknown shape '{}'\n", o.shape);
-      return 2;
+    Result<fs::path> generated = cached_bench_model(o.shape, o.cache_dir);
+    if (!generated.ok()) {
+      fmt::print(stderr, "error: {}\n", generated.status().message());
+      return generated.status().code() == ErrorCode::invalid_argument ? 2 : 1;
     }
-    model_dir = fs::path(o.cache_dir) / fmt::format("bench-{}", o.shape);
-    if (!fs::exists(model_dir / "config.json")) {
-      fmt::print(stderr, "generating the {} model in {} ...\n", o.shape, model_dir.string());
-      const Status s = mkmodel::write_model(model_dir, {.shape = *shape, .seed = 0, .num_shards = 1, .tokenizer_dir = {}});
-      if (!s.ok()) {
-        fmt::print(stderr, "error: {}\n", s.message());
-        return 1;
-      }
-    }
+    model_dir = std::move(generated).value();
   }
   fmt::print("model: {}, {} compute threads (0: the plugin's choice)\n", model_dir.string(), o.threads);
   fmt::print("cpu:   {} ({} cpus available)\n", cpu_model_name(), std::thread::hardware_concurrency());

@@ -15,16 +15,6 @@
 
 namespace llaisys::bench {
 
-std::string default_model_cache_dir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    return std::string(xdg) + "/llaisys/models";
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    return std::string(home) + "/.cache/llaisys/models";
-  }
-  return "bench-models";
-}
-
 double measure_copy_bandwidth(std::size_t bytes, int repeats, int num_threads) {
   num_threads = std::max(1, num_threads);
   AlignedBuffer src(bytes), dst(bytes);

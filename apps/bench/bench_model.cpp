@@ -27,7 +27,6 @@
 #include "cpu/cpu_isa.hpp"
 #include "llaisys/model/registry.hpp"
 #include "gguf_convert.hpp"
-#include "model_writer.hpp"
 
 namespace llaisys::bench {
 namespace fs = std::filesystem;
@@ -134,13 +133,9 @@ Status run_pass(AnyModel& model, std::span<const TokenId> tokens, int32_t start,
 // GGUF files of --gguf types (generated once, from the shape's directory).
 Result<std::vector<fs::path>> models_of(const ModelBenchOptions& o) {
   std::vector<fs::path> models(o.models.begin(), o.models.end());
-  const auto shape = mkmodel::find_shape(o.shape);
-  if (!shape) return make_error(ErrorCode::invalid_argument, "unknown shape '{}'", o.shape);
-  const fs::path generated = fs::path(o.cache_dir) / fmt::format("bench-{}", o.shape);
-  if ((models.empty() || !o.gguf_types.empty()) && !fs::exists(generated / "config.json")) {
-    fmt::print(stderr, "generating the {} model in {} ...\n", o.shape, generated.string());
-    LLAISYS_RETURN_IF_ERROR(mkmodel::write_model(generated, {.shape = *shape, .seed = 0, .num_shards = 1,
-                                                             .tokenizer_dir = {}}));
+  fs::path generated;
+  if (models.empty() || !o.gguf_types.empty()) {
+    LLAISYS_ASSIGN_OR_RETURN(generated, cached_bench_model(o.shape, o.cache_dir));
   }
   if (models.empty()) models.push_back(generated);
   for (const std::string& type : o.gguf_types) {

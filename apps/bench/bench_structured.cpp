@@ -23,7 +23,6 @@
 #include "llaisys/grammar/grammar_compiler.hpp"
 #include "llaisys/model/registry.hpp"
 #include "llaisys/text/tokenizer.hpp"
-#include "model_writer.hpp"
 
 namespace llaisys::bench {
 namespace fs = std::filesystem;
@@ -186,13 +185,7 @@ Status run_compile_and_masks(const StructuredOptions& o, const text::Tokenizer& 
 Status run_engine(const StructuredOptions& o, std::shared_ptr<const text::Tokenizer> tokenizer, const json::value& schema) {
   fs::path model_dir = o.model_dir;
   if (model_dir.empty()) {
-    model_dir = fs::path(o.cache_dir) / ("bench-" + o.shape);
-    if (!fs::exists(model_dir / "model.safetensors")) {
-      auto shape = mkmodel::find_shape(o.shape);
-      if (!shape) return make_error(ErrorCode::invalid_argument, "unknown shape '{}'", o.shape);
-      fmt::print("generating {} (once) in {}\n", o.shape, model_dir.string());
-      LLAISYS_RETURN_IF_ERROR(mkmodel::write_model(model_dir, {.shape = *shape, .seed = 0, .num_shards = 1, .tokenizer_dir = {}}));
-    }
+    LLAISYS_ASSIGN_OR_RETURN(model_dir, cached_bench_model(o.shape, o.cache_dir));
   }
   PluginRegistry registry;
   registry.load_directory(o.plugin_dir.empty() ? default_plugin_dir() : fs::path(o.plugin_dir));

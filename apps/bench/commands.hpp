@@ -1,7 +1,12 @@
 #pragma once
 // llaisys-bench subcommands. Each registers itself with the CLI and sets the exit code when run.
 
+#include <filesystem>
+#include <string>
+
 #include <CLI/CLI.hpp>
+
+#include "llaisys/core/status.hpp"
 
 namespace llaisys::bench {
 
@@ -35,5 +40,8 @@ double measure_copy_bandwidth(std::size_t bytes, int repeats, int num_threads);
 // Where generated benchmark models are kept by default: $XDG_CACHE_HOME/llaisys/models, else
 // ~/.cache/llaisys/models (the same cache scripts/run.sh uses), else ./bench-models.
 std::string default_model_cache_dir();
+// The model of mkmodel shape `shape` in `cache_dir` (bench-<shape>: seed 0, one shard), generated
+// there the first time (bench_models.cpp).
+Result<std::filesystem::path> cached_bench_model(const std::string& shape, const std::string& cache_dir);
 
 }  // namespace llaisys::bench
