@@ -59,6 +59,11 @@ void ModelRouter::start_loading(std::string plugin_dir, std::string device_name,
       }
       entry->engine = std::move(engine).value();
       entry->text.chat_template = entry->chat_template ? &*entry->chat_template : nullptr;
+      entry->text.chat_template_renders_tools = entry->chat_template && renders_tools(*entry->chat_template);
+      if (entry->chat_template && !entry->text.chat_template_renders_tools) {
+        log::info("model '{}': its chat template ({}) does not render tools; requests with tools are refused",
+                  spec.name, entry->chat_template_source);
+      }
       entry->created = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch()).count();
       entry->ready.store(true, std::memory_order_release);

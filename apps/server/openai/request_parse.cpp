@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "openai/field_table.hpp"
 #include "openai/tool_calls.hpp"
 #include "request_fields.hpp"
 #include "structured_output.hpp"
@@ -126,8 +127,11 @@ Status parse_common(const json::object& body, const ModelTextContext& model, Par
     LLAISYS_ASSIGN_OR_RETURN(std::optional<bool> usage, bool_field(v->as_object(), "include_usage"));
     out.include_usage = usage.value_or(false);
   }
-  LLAISYS_ASSIGN_OR_RETURN(std::optional<std::string> user, string_field(body, "user"));
-  out.user = user.value_or("");
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<std::string> cache_salt, string_field(body, "cache_salt"));
+  if (cache_salt) {
+    if (cache_salt->empty() || cache_salt->size() > 256) return bad_field("cache_salt", "a string of 1 to 256 bytes");
+    r.cache_salt = std::move(*cache_salt);
+  }
   LLAISYS_ASSIGN_OR_RETURN(std::optional<grammar::GrammarSpec> spec, app::structured_output_spec(body));
   if (spec) {
     if (!model.grammars) return Status(ErrorCode::invalid_argument, "structured output needs a model with a tokenizer");
@@ -264,16 +268,6 @@ Result<std::vector<const json::value*>> completion_prompts(const json::object& b
   return prompts;
 }
 
-// Infilling: no template here knows the model's fill-in-the-middle format.
-Status refuse_suffix(const json::object& body) {
-  LLAISYS_ASSIGN_OR_RETURN(std::optional<std::string> suffix, string_field(body, "suffix"));
-  if (suffix && !suffix->empty()) {
-    return Status(ErrorCode::invalid_argument,
-                  "'suffix' (insertion) is not supported: no model here has an infilling format");
-  }
-  return Status();
-}
-
 // best_of: request.n candidates per prompt, of which the n with the highest cumulative logprob are
 // returned. Ranking needs each token's logprob, so the engine reports them even when not asked.
 Status parse_best_of(const json::object& body, ParsedGenerate& out) {
@@ -340,7 +334,21 @@ Result<std::vector<TokenId>> render_messages(const json::value& messages, const 
   return model.tokenizer->encode(*rendered, /*add_special_tokens=*/false);
 }
 
+bool renders_tools(const text::ChatTemplate& chat_template) {
+  constexpr std::string_view kProbe = "llaisys_probe_tool_5f2c9e";
+  const json::value messages = json::array{json::object{{"role", "user"}, {"content", "hi"}}};
+  json::object function{{"name", kProbe},
+                        {"description", "probe"},
+                        {"parameters", json::object{{"type", "object"}, {"properties", json::object()}}}};
+  const text::ChatRenderOptions options{
+      .tools = json::array{json::object{{"type", "function"}, {"function", std::move(function)}}},
+      .add_generation_prompt = true};
+  auto rendered = chat_template.render(messages, options);
+  return rendered.ok() && rendered->find(kProbe) != std::string::npos;
+}
+
 Result<ParsedGenerate> parse_chat_request(const json::object& body, const ModelTextContext& model) {
+  LLAISYS_RETURN_IF_ERROR(check_request_fields(body, Endpoint::chat));
   ParsedGenerate out;
   out.kind = ApiKind::chat;
   const json::value* messages = body.if_contains("messages");
@@ -357,6 +365,11 @@ Result<ParsedGenerate> parse_chat_request(const json::object& body, const ModelT
       }
     }
     if (!t->as_array().empty()) tools = *t;
+  }
+  if (!tools.is_null() && model.chat_template != nullptr && !model.chat_template_renders_tools) {
+    return Status(ErrorCode::invalid_argument,
+                  "'tools' cannot be used with this model: its chat template does not put tools into the prompt "
+                  "(serve it with a template that does: --chat-template)");
   }
   bool tool_choice_none = false;
   std::optional<ForcedToolCalls> forced;
@@ -417,11 +430,11 @@ Result<ParsedGenerate> parse_chat_request(const json::object& body, const ModelT
 }
 
 Result<ParsedGenerate> parse_completion_request(const json::object& body, const ModelTextContext& model) {
+  LLAISYS_RETURN_IF_ERROR(check_request_fields(body, Endpoint::completions));
   ParsedGenerate out;
   out.kind = ApiKind::completion;
   LLAISYS_ASSIGN_OR_RETURN(std::vector<const json::value*> prompts, completion_prompts(body));
   LLAISYS_RETURN_IF_ERROR(parse_common(body, model, out));
-  LLAISYS_RETURN_IF_ERROR(refuse_suffix(body));
   LLAISYS_ASSIGN_OR_RETURN(std::optional<bool> echo, bool_field(body, "echo"));
   out.echo = echo.value_or(false);
   if (const json::value* lp = body.if_contains("logprobs"); lp != nullptr && !lp->is_null()) {
@@ -460,6 +473,7 @@ Result<ParsedGenerate> parse_completion_request(const json::object& body, const 
 }
 
 Result<ParsedEmbed> parse_embedding_request(const json::object& body, const ModelTextContext& model) {
+  LLAISYS_RETURN_IF_ERROR(check_request_fields(body, Endpoint::embeddings));
   ParsedEmbed out;
   const json::value* input = body.if_contains("input");
   if (input == nullptr || input->is_null()) return bad_field("input", "a string, a list of strings or token ids");
@@ -513,8 +527,6 @@ Result<ParsedEmbed> parse_embedding_request(const json::object& body, const Mode
     }
     out.dimensions = static_cast<int32_t>(*dimensions);
   }
-  LLAISYS_ASSIGN_OR_RETURN(std::optional<std::string> user, string_field(body, "user"));
-  out.user = user.value_or("");
   return out;
 }
 

@@ -39,6 +39,9 @@ struct ModelTextContext {
   std::shared_ptr<const text::Tokenizer> tokenizer;  // may be null
   const text::ChatTemplate* chat_template = nullptr;  // null: chat_template_status says why
   Status chat_template_status;
+  // Whether chat_template puts a request's tools into the prompt (renders_tools); a request with
+  // tools is refused when it does not. Whoever sets chat_template sets this.
+  bool chat_template_renders_tools = true;
   std::vector<std::string> default_stop;  // e.g. "<|im_end|>" for the ChatML fallback (chat only)
   std::shared_ptr<grammar::GrammarCompiler> grammars;  // structured output; null without a tokenizer
 };
@@ -67,7 +70,6 @@ struct ParsedGenerate {
   int32_t top_logprobs = 0;
   bool parse_tools = false;    // tools given and tool_choice is not "none"
   bool echo = false;           // completions: prepend the prompt's text (and its logprobs)
-  std::string user;
 
   // The engine request of completions prompt `i`.
   GenerateRequest prompt_request(std::size_t i) const;
@@ -77,7 +79,6 @@ struct ParsedEmbed {
   std::vector<std::vector<TokenId>> inputs;
   bool base64 = false;
   int32_t dimensions = 0;      // > 0: keep the first d components, L2-normalised again
-  std::string user;
 };
 
 // JSON text -> value, with a depth limit (deep nesting is an error, never a stack overflow) and
@@ -87,6 +88,8 @@ Result<boost::json::object> parse_json_body(std::string_view body);
 // The "model" field (required string).
 Result<std::string> model_field(const boost::json::object& body);
 
+// The three parsers first check every field against openai/field_table.hpp: an unknown or refused
+// field is a 400 naming it.
 Result<ParsedGenerate> parse_chat_request(const boost::json::object& body, const ModelTextContext& model);
 Result<ParsedGenerate> parse_completion_request(const boost::json::object& body, const ModelTextContext& model);
 Result<ParsedEmbed> parse_embedding_request(const boost::json::object& body, const ModelTextContext& model);
@@ -96,6 +99,10 @@ Result<ParsedEmbed> parse_embedding_request(const boost::json::object& body, con
 // cut; without a value the request may use the rest of the context. Sets request.stop.max_tokens.
 Status limit_output_tokens(std::optional<int64_t> max_tokens, std::string_view key, const ModelTextContext& model,
                            GenerateRequest& request);
+
+// Whether the template renders tools: a probe tool's name must appear in the prompt it renders for
+// one user message (the ChatML fallback and many base models' templates leave tools out).
+bool renders_tools(const text::ChatTemplate& chat_template);
 
 // Chat messages rendered by the template (content parts joined, tool_call arguments given to the
 // template as objects), then encoded without added special tokens.

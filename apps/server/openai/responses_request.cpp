@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "openai/field_table.hpp"
 #include "request_fields.hpp"
 
 namespace llaisys::server {
@@ -66,14 +67,17 @@ Status check_refused_fields(const json::object& body) {
   if (truncation && *truncation != "disabled") {
     return refused("truncation", "an input over the context is refused (\"disabled\"), never cut");
   }
+  // "reasoning.encrypted_content" asks for the content of reasoning items, and there are none (no model
+  // here reasons): accepted without effect, since there is nothing to include. openai-node's
+  // ResponsesToolRunner sends it on every request.
   if (const json::value* include = body.if_contains("include"); include != nullptr && !include->is_null()) {
     if (!include->is_array()) return bad_field("include", "a list of strings");
-    if (!include->as_array().empty()) {
-      const json::value& first = include->as_array().front();
-      if (!first.is_string()) return bad_field("include", "a list of strings");
+    for (const json::value& value : include->as_array()) {
+      if (!value.is_string()) return bad_field("include", "a list of strings");
+      if (value.as_string() == "reasoning.encrypted_content") continue;
       return make_error(ErrorCode::invalid_argument,
                         "'include' value '{}' is not supported: llaisys produces none of the optional outputs",
-                        std::string_view(first.as_string()).substr(0, 64));
+                        std::string_view(value.as_string()).substr(0, 64));
     }
   }
   if (const json::value* reasoning = body.if_contains("reasoning"); reasoning != nullptr && !reasoning->is_null()) {
@@ -114,14 +118,7 @@ Status check_no_effect_fields(const json::object& body) {
     return bad_field("top_logprobs", fmt::format("in [0, {}]", kMaxTopLogprobs));
   }
   if (const json::value* metadata = body.if_contains("metadata"); metadata != nullptr && !metadata->is_null()) {
-    // OpenAI's limits: 16 pairs, keys up to 64 characters, values up to 512.
-    const json::object* m = metadata->if_object();
-    if (m == nullptr || m->size() > 16) return bad_field("metadata", "an object of at most 16 string values");
-    for (const auto& [key, value] : *m) {
-      if (key.size() > 64 || !value.is_string() || value.as_string().size() > 512) {
-        return bad_field("metadata", "an object of strings (keys up to 64 characters, values up to 512)");
-      }
-    }
+    LLAISYS_RETURN_IF_ERROR(check_metadata(*metadata, "metadata"));
   }
   return Status();
 }

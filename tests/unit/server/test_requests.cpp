@@ -274,7 +274,6 @@ TEST_CASE("parsed chat request carries the sampling values and the rendered prom
   CHECK(p->request.stop.max_tokens == 9);
   CHECK(p->stream);
   CHECK(p->include_usage);
-  CHECK(p->user == "u");
   // The prompt is exactly the template's rendering, encoded without added specials.
   auto rendered = fixture().chat_template->render(json::parse(R"([{"role":"user","content":"hi"}])"),
                                                   {.add_generation_prompt = true});

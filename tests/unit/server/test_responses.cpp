@@ -231,6 +231,8 @@ TEST_CASE("responses: what llaisys does not do is refused with a 400 naming the 
       {R"("prompt":{"id":"pmpt_1"})", "prompt"},
       {R"("include":["message.output_text.logprobs"])", "include"},
       {R"("include":"x")", "include"},
+      {R"("include":["reasoning.encrypted_content","file_search_call.results"])", "include"},
+      {R"("include":["reasoning.encrypted_content",7])", "include"},
       {R"("reasoning":{"effort":"high"})", "reasoning.effort"},
       {R"("reasoning":{"summary":"auto"})", "reasoning.summary"},
       {R"("truncation":"auto")", "truncation"},
@@ -271,6 +273,8 @@ TEST_CASE("responses: what llaisys does not do is refused with a 400 naming the 
     CHECK(e.status == 400);
     CHECK(e.param == "input");
   }
+  // openai-node's ResponsesToolRunner asks for encrypted reasoning on every request: there is none.
+  CHECK(outcome(R"({"model":"m","input":"hi","include":["reasoning.encrypted_content"]})").status == 200);
   CHECK(outcome(R"({"model":"m","input":"hi","include":[],"reasoning":{"effort":"none"},"truncation":"disabled",
     "store":false,"service_tier":"auto","safety_identifier":"s","prompt_cache_key":"k","background":false,
     "previous_response_id":null,"text":{"verbosity":"medium"}})").status == 200);
