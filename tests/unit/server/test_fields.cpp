@@ -18,6 +18,7 @@
 #include "openai/request_parse.hpp"
 #include "openai/responses_request.hpp"
 #include "served_model.hpp"
+#include "text_fixture.hpp"
 
 using namespace llaisys;
 using namespace llaisys::server;
@@ -25,40 +26,7 @@ namespace json = boost::json;
 
 namespace {
 
-const std::filesystem::path kQwen2Dir = std::filesystem::path(LLAISYS_TEST_DATA_DIR) / "qwen2-tokenizer";
-
-struct Fixture {
-  std::shared_ptr<const text::Tokenizer> tokenizer;
-  std::optional<text::ChatTemplate> qwen2_template;
-  std::optional<text::ChatTemplate> chatml_fallback;
-  ModelTextContext context;
-  Fixture() {
-    auto t = text::Tokenizer::from_model_dir(kQwen2Dir);
-    REQUIRE(t.ok());
-    tokenizer = t.value();
-    auto c = text::ChatTemplate::from_model_dir(kQwen2Dir);
-    REQUIRE(c.ok());
-    qwen2_template = std::move(c).value();
-    auto fallback = app::fallback_chat_template(*tokenizer);
-    REQUIRE(fallback.ok());
-    chatml_fallback = std::move(fallback).value();
-    context.vocab_size = tokenizer->vocab_size();
-    context.hidden_size = 64;
-    context.max_model_len = 256;
-    context.tokenizer = tokenizer;
-    context.chat_template = &*qwen2_template;
-    context.chat_template_renders_tools = renders_tools(*qwen2_template);
-    std::vector<TokenId> eos;
-    if (tokenizer->eos_token_id()) eos.push_back(*tokenizer->eos_token_id());
-    context.grammars = std::make_shared<grammar::GrammarCompiler>(
-        [tokenizer = tokenizer, eos] { return grammar::TokenVocabulary::from_tokenizer(*tokenizer, tokenizer->vocab_size(), eos); });
-  }
-};
-
-Fixture& fixture() {
-  static Fixture f;
-  return f;
-}
+using llaisys::server::test::fixture;
 
 constexpr std::array kEndpoints = {Endpoint::chat, Endpoint::completions, Endpoint::embeddings};
 
@@ -421,7 +389,7 @@ TEST_CASE("cache_salt reaches the engine request, an empty or huge salt is refus
 }
 
 TEST_CASE("tools are refused for a model whose chat template does not render them") {
-  CHECK(renders_tools(*fixture().qwen2_template));
+  CHECK(renders_tools(*fixture().chat_template));
   CHECK_FALSE(renders_tools(*fixture().chatml_fallback));
   ModelTextContext chatml = fixture().context;
   chatml.chat_template = &*fixture().chatml_fallback;

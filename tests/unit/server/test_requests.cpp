@@ -10,6 +10,7 @@
 #include "http/sse.hpp"
 #include "openai/errors.hpp"
 #include "openai/request_parse.hpp"
+#include "text_fixture.hpp"
 #include "openai/response.hpp"
 
 using namespace llaisys;
@@ -18,31 +19,7 @@ namespace json = boost::json;
 
 namespace {
 
-const std::filesystem::path kQwen2Dir = std::filesystem::path(LLAISYS_TEST_DATA_DIR) / "qwen2-tokenizer";
-
-struct Fixture {
-  std::shared_ptr<const text::Tokenizer> tokenizer;
-  std::optional<text::ChatTemplate> chat_template;
-  ModelTextContext context;
-  Fixture() {
-    auto t = text::Tokenizer::from_model_dir(kQwen2Dir);
-    REQUIRE(t.ok());
-    tokenizer = t.value();
-    auto c = text::ChatTemplate::from_model_dir(kQwen2Dir);
-    REQUIRE(c.ok());
-    chat_template = std::move(c).value();
-    context.vocab_size = tokenizer->vocab_size();
-    context.hidden_size = 64;
-    context.max_model_len = 256;
-    context.tokenizer = tokenizer;
-    context.chat_template = &*chat_template;
-  }
-};
-
-Fixture& fixture() {
-  static Fixture f;
-  return f;
-}
+using llaisys::server::test::fixture;
 
 // The API error a chat (or completions) body gets, or status 200 when it parses.
 ApiError outcome(const std::string& body, bool chat = true) {

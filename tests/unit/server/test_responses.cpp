@@ -8,6 +8,7 @@
 
 #include "llaisys/grammar/token_vocabulary.hpp"
 #include "openai/request_parse.hpp"
+#include "text_fixture.hpp"
 #include "openai/responses_output.hpp"
 #include "openai/responses_request.hpp"
 
@@ -17,34 +18,7 @@ namespace json = boost::json;
 
 namespace {
 
-const std::filesystem::path kQwen2Dir = std::filesystem::path(LLAISYS_TEST_DATA_DIR) / "qwen2-tokenizer";
-
-struct Fixture {
-  std::shared_ptr<const text::Tokenizer> tokenizer;
-  std::optional<text::ChatTemplate> chat_template;
-  ModelTextContext context;
-  Fixture() {
-    auto t = text::Tokenizer::from_model_dir(kQwen2Dir);
-    REQUIRE(t.ok());
-    tokenizer = t.value();
-    auto c = text::ChatTemplate::from_model_dir(kQwen2Dir);
-    REQUIRE(c.ok());
-    chat_template = std::move(c).value();
-    context.vocab_size = tokenizer->vocab_size();
-    context.max_model_len = 256;
-    context.tokenizer = tokenizer;
-    context.chat_template = &*chat_template;
-    std::vector<TokenId> eos;
-    if (tokenizer->eos_token_id()) eos.push_back(*tokenizer->eos_token_id());
-    context.grammars = std::make_shared<grammar::GrammarCompiler>(
-        grammar::TokenVocabulary::from_tokenizer(*tokenizer, tokenizer->vocab_size(), eos));
-  }
-};
-
-Fixture& fixture() {
-  static Fixture f;
-  return f;
-}
+using llaisys::server::test::fixture;
 
 Result<ParsedResponses> parse_responses(std::string_view body) {
   auto object = parse_json_body(body);

@@ -213,6 +213,19 @@ process.on('exit', () => {
 // configure the mock model. Call fixture.close() in after(): it stops the server, checks that it
 // exited cleanly (no crash, no sanitizer report), and removes the temp dir.
 // `extraMocks` adds more mock models: {id: {mock: options, maxContext}}.
+// Stops a suite's server and removes its directory (kept with LLAISYS_E2E_KEEP); throws when the
+// server had died during the suite or exits uncleanly on SIGTERM.
+export async function stopAndClean(server, dir) {
+  const alive = server && !server.exit;
+  const exit = await server?.stop();
+  const log = server?.logTail(80);
+  if (dir && !process.env.LLAISYS_E2E_KEEP) fs.rmSync(dir, { recursive: true, force: true });
+  if (server && !alive) throw new Error(`llaisys-server had died during the suite (${JSON.stringify(exit)}):\n${log}`);
+  if (exit && exit.code !== 0 && exit.signal !== 'SIGTERM') {
+    throw new Error(`llaisys-server exited uncleanly on SIGTERM (${JSON.stringify(exit)}):\n${log}`);
+  }
+}
+
 export async function startFixture(name, { args = [], apiKey, mock = {}, mockContext = 1024, extraMocks = {}, env = {} } = {}) {
   const dir = tempDir(name);
   const tiny = await makeTinyQwen2(dir);
@@ -232,16 +245,7 @@ export async function startFixture(name, { args = [], apiKey, mock = {}, mockCon
   }
   return {
     dir, tiny, mockDir, mockDirs, server,
-    async close() {
-      const alive = !server.exit;
-      const exit = await server.stop();
-      const log = server.logTail(80);
-      if (!process.env.LLAISYS_E2E_KEEP) fs.rmSync(dir, { recursive: true, force: true });
-      if (!alive) throw new Error(`llaisys-server had died during the suite (${JSON.stringify(exit)}):\n${log}`);
-      if (exit && exit.code !== 0 && exit.signal !== 'SIGTERM') {
-        throw new Error(`llaisys-server exited uncleanly on SIGTERM (${JSON.stringify(exit)}):\n${log}`);
-      }
-    },
+    close: () => stopAndClean(server, dir),
   };
 }
 

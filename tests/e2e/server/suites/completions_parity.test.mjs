@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
-import { makeTinyQwen2, offlineGenerate, postJson, request, Server, tempDir, tokenize } from '../lib/harness.mjs';
+import { makeTinyQwen2, offlineGenerate, postJson, request, Server, stopAndClean, tempDir, tokenize } from '../lib/harness.mjs';
 
 const STORIES = fileURLToPath(new URL('../../../../models/stories260K', import.meta.url));
 const STORY_PROMPTS = ['Once upon a time', 'The little dog ran to the park', 'Lily saw a big red ball'];
@@ -26,14 +26,7 @@ before(async () => {
   client = server.client();
 });
 
-after(async () => {
-  const alive = server && !server.exit;
-  const exit = await server?.stop();
-  const log = server?.logTail(80);
-  if (!process.env.LLAISYS_E2E_KEEP) fs.rmSync(dir, { recursive: true, force: true });
-  if (server && !alive) throw new Error(`llaisys-server had died during the suite (${JSON.stringify(exit)}):\n${log}`);
-  if (exit && exit.code !== 0 && exit.signal !== 'SIGTERM') throw new Error(`llaisys-server exited uncleanly (${JSON.stringify(exit)}):\n${log}`);
-});
+after(() => stopAndClean(server, dir));
 
 // stories260K's token bytes, from its tokenizer.json: "▁" is a space, "<0xNN>" the byte NN, special
 // tokens their own text.

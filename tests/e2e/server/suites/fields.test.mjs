@@ -5,11 +5,10 @@
 // a template that would drop them, and cache_salt keeps requests apart in the prefix cache.
 
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
-import { makeTinyQwen2, Server, tempDir } from '../lib/harness.mjs';
+import { makeTinyQwen2, Server, stopAndClean, tempDir } from '../lib/harness.mjs';
 
 const STORIES = fileURLToPath(new URL('../../../../models/stories260K', import.meta.url));
 const TOOLS = [{
@@ -29,14 +28,7 @@ before(async () => {
   client = server.client();
 });
 
-after(async () => {
-  const alive = server && !server.exit;
-  const exit = await server?.stop();
-  const log = server?.logTail(80);
-  if (!process.env.LLAISYS_E2E_KEEP) fs.rmSync(dir, { recursive: true, force: true });
-  if (server && !alive) throw new Error(`llaisys-server had died during the suite (${JSON.stringify(exit)}):\n${log}`);
-  if (exit && exit.code !== 0 && exit.signal !== 'SIGTERM') throw new Error(`llaisys-server exited uncleanly (${JSON.stringify(exit)}):\n${log}`);
-});
+after(() => stopAndClean(server, dir));
 
 const chat = (extra = {}) => ({ model: 'tiny-qwen2', messages: [{ role: 'user', content: 'Name three colours.' }], max_tokens: 8, temperature: 0, ...extra });
 const completion = (extra = {}) => ({ model: 'tiny-qwen2', prompt: 'Three colours:', max_tokens: 8, temperature: 0, ...extra });
