@@ -131,6 +131,7 @@ Status apply_toml_server(const std::string& text, const std::string& origin, Ser
     else if (key == "max_body_bytes") s = read_value(node, key, where, c.max_body_bytes);
     else if (key == "max_connections") s = read_value(node, key, where, c.max_connections);
     else if (key == "max_connections_per_client") s = read_value(node, key, where, c.max_connections_per_client);
+    else if (key == "max_pending_heads_per_client") s = read_value(node, key, where, c.max_pending_heads_per_client);
     else if (key == "max_body_bytes_in_flight") s = read_value(node, key, where, c.max_body_bytes_in_flight);
     else if (key == "header_timeout_ms") s = read_value(node, key, where, c.header_timeout_ms);
     else if (key == "body_timeout_ms") s = read_value(node, key, where, c.body_timeout_ms);
@@ -260,6 +261,9 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
   app.add_option("--max-connections", c.max_connections, "open connections (503 beyond)")->capture_default_str();
   app.add_option("--max-connections-per-client", c.max_connections_per_client,
                  "open connections of one client address (503 beyond)")->capture_default_str();
+  app.add_option("--max-pending-heads-per-client", c.max_pending_heads_per_client,
+                 "connections of one client address still sending their first request head (503 beyond)")
+      ->capture_default_str();
   app.add_option("--max-body-bytes-in-flight", c.max_body_bytes_in_flight,
                  "request-body bytes received at once over all connections (503 beyond)")->capture_default_str();
   app.add_option("--header-timeout-ms", c.header_timeout_ms, "deadline for a request's header")->capture_default_str();
@@ -296,6 +300,7 @@ Status validate_server_config(const ServerConfig& c) {
   LLAISYS_RETURN_IF_ERROR(range("max_body_bytes", c.max_body_bytes, kBodyBytes));
   LLAISYS_RETURN_IF_ERROR(range("max_connections", c.max_connections, kConnections));
   LLAISYS_RETURN_IF_ERROR(range("max_connections_per_client", c.max_connections_per_client, kConnections));
+  LLAISYS_RETURN_IF_ERROR(range("max_pending_heads_per_client", c.max_pending_heads_per_client, kConnections));
   LLAISYS_RETURN_IF_ERROR(range("max_body_bytes_in_flight", c.max_body_bytes_in_flight, kBodyBytes));
   if (c.max_body_bytes_in_flight < c.max_body_bytes) {
     return make_error(ErrorCode::invalid_argument,

@@ -43,6 +43,9 @@ struct ServerConfig {
   int64_t max_body_bytes_in_flight = 256ll << 20;
   int32_t max_connections = 1024;
   int32_t max_connections_per_client = 256;  // open connections of one client address (503 beyond)
+  // Connections of one client address that have not yet sent a complete first request head (503
+  // beyond): a slow sender of headers (slowloris) holds few slots, keep-alive clients are not capped.
+  int32_t max_pending_heads_per_client = 32;
   int64_t header_timeout_ms = 10000;
   int64_t body_timeout_ms = 60000;
   int64_t idle_timeout_ms = 60000;

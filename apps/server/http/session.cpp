@@ -63,12 +63,16 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (recorded_) write_log(DeliveryFailure::connection_gone);
     release_body();
-    gate_->release_connection(client_);
+    gate_->release_connection(client_, requests_ == 0);
   }
 
   void start(ConnectionGate::Verdict verdict) {
     net::dispatch(socket_.get_executor(), [self = shared_from_this(), verdict] {
       if (verdict == ConnectionGate::Verdict::admitted) return self->read_header();
+      if (verdict == ConnectionGate::Verdict::crowded) {
+        self->crowded_ = true;
+        return self->read_header();
+      }
       if (verdict == ConnectionGate::Verdict::health_only) {
         self->health_only_ = true;
         return self->read_header();
@@ -119,7 +123,10 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(static_cast<uint64_t>(std::max<int64_t>(config_.max_body_bytes, 0)));
-    arm(requests_ == 0 ? config_.header_timeout_ms : config_.idle_timeout_ms);
+    // A connection admitted while its address had too many heads pending gets a short first deadline.
+    arm(requests_ > 0 ? config_.idle_timeout_ms
+                      : crowded_ ? std::min(config_.header_timeout_ms, ConnectionGate::kCrowdedHeadTimeoutMs)
+                                 : config_.header_timeout_ms);
     http::async_read_header(socket_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
   }
@@ -138,7 +145,7 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       return fail_request(400, fmt::format("malformed HTTP request: {}", ec.message()));
     }
-    ++requests_;
+    if (requests_++ == 0) gate_->head_received(client_);  // no longer a pending head (slowloris cap)
     started_ = Clock::now();
     const auto& req = parser_->get();
     // A connection on a reserved slot answers only the monitoring routes, once.
@@ -603,6 +610,7 @@ class Session : public std::enable_shared_from_this<Session> {
   WorkerExecutor workers_;      // where POST requests are handled (off the I/O threads)
   int64_t body_reserved_ = 0;   // this request's share of --max-body-bytes-in-flight
   bool health_only_ = false;    // admitted on a reserved slot: GET /health or /metrics, then close
+  bool crowded_ = false;        // admitted over --max-pending-heads-per-client: a short first deadline
 
   // Bounded: bytes read but not yet parsed (a header, a chunk-size line, pipelined requests) never
   // exceed this; a chunk line without end fails the read instead of growing without limit.

@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include "auth.hpp"
+#include "http/connection_gate.hpp"
 #include "http/sse.hpp"
 #include "metrics.hpp"
 #include "model_router.hpp"
@@ -379,6 +380,9 @@ TEST_CASE("settings out of range are refused, whether from flags or the file") {
   CHECK(parse("[server]\nmax_context = -1\n", {}) == 2);
   CHECK(parse("[server]\nlog_level = \"loud\"\n", {}) == 2);
   CHECK(parse("[server]\nmax_connections_per_client = 0\n", {}) == 2);
+  CHECK(parse("[server]\nmax_pending_heads_per_client = 0\n", {}) == 2);
+  CHECK(parse("[server]\n", {"--max-pending-heads-per-client", "-3"}) == 2);
+  CHECK_FALSE(parse("[server]\nmax_pending_heads_per_client = 8\n", {}).has_value());
   CHECK(parse("[server]\nmax_body_bytes = 1000\nmax_body_bytes_in_flight = 999\n", {}) == 2);
   CHECK_FALSE(parse("[server]\nmax_body_bytes = 1000\nmax_body_bytes_in_flight = 1000\n", {}).has_value());
   CHECK_FALSE(parse("[server]\nlog_level = \"warn\"\n", {}).has_value());
@@ -570,4 +574,36 @@ TEST_CASE("routes: every model route parses its body and resolves the model the 
     CHECK(header(loading, "Retry-After") == "5");
     CHECK(loading.model == "mock");
   }
+}
+
+TEST_CASE("connection gate: beyond the pending heads of an address, connections are crowded") {
+  ServerConfig config;
+  config.max_connections = 100;
+  config.max_connections_per_client = 5;
+  config.max_pending_heads_per_client = 2;
+  ConnectionGate gate(config);
+  using V = ConnectionGate::Verdict;
+  CHECK(gate.admit_connection("a") == V::admitted);
+  CHECK(gate.admit_connection("a") == V::admitted);
+  CHECK(gate.admit_connection("a") == V::crowded);  // a third head pending: a short deadline
+  gate.release_connection("a", true);               // it timed out before its head
+  CHECK(gate.admit_connection("b") == V::admitted);  // other addresses are not affected
+  gate.head_received("a");                           // one of a's heads arrived
+  CHECK(gate.admit_connection("a") == V::admitted);
+  gate.head_received("a");
+  gate.head_received("a");
+  // Three served connections of a: the per-address cap still holds, the heads are not pending.
+  CHECK(gate.admit_connection("a") == V::admitted);
+  CHECK(gate.admit_connection("a") == V::admitted);
+  CHECK(gate.admit_connection("a") == V::over_client);  // a's sixth connection
+  gate.release_connection("a", true);
+  // Closing a connection whose head had arrived does not free a pending count it never held.
+  gate.release_connection("a", false);
+  gate.release_connection("a", false);
+  gate.release_connection("a", false);
+  CHECK(gate.admit_connection("a") == V::crowded);  // the two pending ones are still open
+  gate.release_connection("a", true);
+  gate.release_connection("a", true);
+  gate.release_connection("a", true);
+  CHECK(gate.admit_connection("a") == V::admitted);
 }

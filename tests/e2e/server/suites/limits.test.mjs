@@ -3,7 +3,8 @@
 // (--max-body-bytes-in-flight): beyond either the server answers 503 + Retry-After from the request
 // head and closes, other addresses are still served (/health included), and what was held is given
 // back when the holder goes away. Beyond --max-connections, a few reserved slots still answer
-// /health and /metrics; and a prompt of megabytes is processed off the I/O threads.
+// /health and /metrics; a prompt of megabytes is processed off the I/O threads; and connections of
+// one address still sending their first head beyond --max-pending-heads-per-client get 1 s for it.
 
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -202,5 +203,74 @@ test(`beyond --max-connections, 16 reserved slots still answer /health and /metr
   } finally {
     for (const socket of holders) socket.destroy();
     await full.close();
+  }
+});
+
+test('beyond the pending heads of an address, a slow head is dropped within 1 s; prompt heads are served', async () => {
+  // A header deadline of 20 s for ordinary connections; 1 s for those admitted while two heads of
+  // their address were pending.
+  const slowFx = await startFixture('limits-heads', {
+    args: ['--max-pending-heads-per-client', '2', '--max-connections-per-client', '8',
+      '--header-timeout-ms', String(20000 * slow)],
+  });
+  const port = slowFx.server.port;
+  const open = (localAddress = '127.0.0.11') => new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
+    const conn = { socket, bytes: [], closed: false, text: () => Buffer.concat(conn.bytes).toString('latin1') };
+    socket.on('data', (chunk) => conn.bytes.push(chunk));
+    socket.on('close', () => { conn.closed = true; conn.closedAt = Date.now(); });
+    socket.on('error', () => { conn.closed = true; });
+    socket.on('connect', () => resolve(conn));
+    setTimeout(() => reject(new Error('connect timed out')), 5000 * slow);
+  });
+  const statuses = (conn) => [...conn.text().matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+  const responseOf = async (conn, what, count = 1) => {
+    const deadline = Date.now() + 5000 * slow;
+    while (!conn.closed && statuses(conn).length < count && Date.now() < deadline) await sleep(10);
+    const all = statuses(conn);
+    assert.ok(all.length >= count, `${what}: ${count} response(s) expected (${JSON.stringify(conn.text().slice(0, 300))})`);
+    return all[count - 1];
+  };
+  const head = 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n';
+  const conns = [];
+  try {
+    // A keep-alive client served once no longer counts as a pending head.
+    const served = await open();
+    conns.push(served);
+    served.socket.write(`${head}\r\n`);
+    assert.equal(await responseOf(served, 'the keep-alive client'), 200);
+    // Two connections that send part of a head and stall: the two pending heads of the address.
+    const slowA = await open();
+    const slowB = await open();
+    conns.push(slowA, slowB);
+    for (const c of [slowA, slowB]) c.socket.write(head);
+    await sleep(100 * slow);
+    // A third slow head is dropped after about a second (408), not the 20 s the first two get.
+    const third = await open();
+    conns.push(third);
+    const start = Date.now();
+    third.socket.write(head);
+    assert.equal(await responseOf(third, 'a third stalled head'), 408);
+    assert.ok(Date.now() - start < 4000 * slow, `dropped after ${Date.now() - start} ms`);
+    assert.ok(!slowA.closed && !slowB.closed, 'the first two stalled heads keep their 20 s deadline');
+    // A connection that sends its head at once is served though two are still pending (a burst of
+    // fresh connections is not refused); so are the keep-alive client and another address.
+    const prompt = await open();
+    conns.push(prompt);
+    prompt.socket.write(`${head}Connection: close\r\n\r\n`);
+    assert.equal(await responseOf(prompt, 'a prompt head while two are pending'), 200);
+    served.socket.write(`${head}\r\n`);
+    assert.equal(await responseOf(served, 'the keep-alive client again', 2), 200);
+    const other = await open('127.0.0.12');
+    conns.push(other);
+    other.socket.write(`${head}Connection: close\r\n\r\n`);
+    assert.equal(await responseOf(other, 'another address'), 200);
+    // A stalled head that completes in its deadline is answered.
+    slowA.socket.write('\r\n');
+    assert.equal(await responseOf(slowA, 'the completed slow head'), 200);
+    slowFx.server.assertAlive();
+  } finally {
+    for (const c of conns) c.socket.destroy();
+    await slowFx.close();
   }
 });
