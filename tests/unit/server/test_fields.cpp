@@ -18,7 +18,7 @@
 #include "openai/request_parse.hpp"
 #include "openai/responses_request.hpp"
 #include "served_model.hpp"
-#include "text_fixture.hpp"
+#include "server_test_support.hpp"
 
 using namespace llaisys;
 using namespace llaisys::server;

@@ -10,7 +10,7 @@
 #include "http/sse.hpp"
 #include "openai/errors.hpp"
 #include "openai/request_parse.hpp"
-#include "text_fixture.hpp"
+#include "server_test_support.hpp"
 #include "openai/response.hpp"
 
 using namespace llaisys;
@@ -20,6 +20,7 @@ namespace json = boost::json;
 namespace {
 
 using llaisys::server::test::fixture;
+using llaisys::server::test::output;
 
 // The API error a chat (or completions) body gets, or status 200 when it parses.
 ApiError outcome(const std::string& body, bool chat = true) {
@@ -275,14 +276,6 @@ TEST_CASE("without max_tokens a request may use the rest of the context") {
 }
 
 namespace {
-
-RequestOutput output(std::vector<ChoiceDelta> choices, bool finished, Usage usage = {}) {
-  RequestOutput o;
-  o.choices = std::move(choices);
-  o.finished = finished;
-  o.usage = usage;
-  return o;
-}
 
 ChoiceDelta delta(int32_t index, std::string text, std::optional<FinishReason> finish = std::nullopt) {
   ChoiceDelta d;

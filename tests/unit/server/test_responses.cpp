@@ -8,7 +8,7 @@
 
 #include "llaisys/grammar/token_vocabulary.hpp"
 #include "openai/request_parse.hpp"
-#include "text_fixture.hpp"
+#include "server_test_support.hpp"
 #include "openai/responses_output.hpp"
 #include "openai/responses_request.hpp"
 
@@ -19,6 +19,7 @@ namespace json = boost::json;
 namespace {
 
 using llaisys::server::test::fixture;
+using llaisys::server::test::output;
 
 Result<ParsedResponses> parse_responses(std::string_view body) {
   auto object = parse_json_body(body);
@@ -40,13 +41,6 @@ ApiError outcome(std::string_view body) {
   return parsed.ok() ? ApiError{.status = 200} : responses_parse_error(parsed.status());
 }
 
-RequestOutput output(std::vector<ChoiceDelta> choices, bool finished, Usage usage = {}) {
-  RequestOutput o;
-  o.choices = std::move(choices);
-  o.finished = finished;
-  o.usage = usage;
-  return o;
-}
 
 ChoiceDelta delta(std::string text, std::optional<FinishReason> finish = std::nullopt) {
   ChoiceDelta d;

@@ -132,20 +132,18 @@ struct Adapter {
                                            llaisys_error* error) noexcept {
     return guarded(error, [&]() -> Status {
       if (masks_ready == nullptr) return Status(ErrorCode::invalid_argument, "step_pending_masks: NULL masks_ready");
-      const std::vector<SampleRow>* rows = nullptr;
-      const ModelInfo* info = nullptr;
-      // Once the host says the masks are written, they are checked like step's.
+      // Once the host says the masks are written, they are checked like step's (the rows converted
+      // by run_step sit in the handle).
       const std::function<Status()> wait = [&]() -> Status {
         if (masks_ready(masks_user) != 0) return Status(ErrorCode::internal, "the host could not make the allowed masks");
-        return validate_masks(*rows, *info);
+        return validate_masks(handle(m)->rows, handle(m)->model->info());
       };
-      return run_step(m, batch, sampling, out, &wait, &rows, &info);
+      return run_step(m, batch, sampling, out, &wait);
     });
   }
 
   static Status run_step(llaisys_model* m, const llaisys_forward_batch* batch, const llaisys_sample_row* sampling,
-                         const llaisys_step_output* out, const std::function<Status()>* wait_for_masks,
-                         const std::vector<SampleRow>** rows_out = nullptr, const ModelInfo** info_out = nullptr) {
+                         const llaisys_step_output* out, const std::function<Status()>* wait_for_masks) {
     if (m == nullptr || batch == nullptr || out == nullptr) {
       return Status(ErrorCode::invalid_argument, "step: NULL argument");
     }
@@ -163,8 +161,6 @@ struct Adapter {
         rows.push_back(row);
       }
     }
-    if (rows_out != nullptr) *rows_out = &rows;
-    if (info_out != nullptr) *info_out = &info;
     LLAISYS_RETURN_IF_ERROR(validate_step(cpp_batch, rows, cpp_out, info, h->kv_config));
     return h->model->step(cpp_batch, rows, cpp_out);
   }

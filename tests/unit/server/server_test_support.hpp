@@ -1,7 +1,8 @@
 #pragma once
-// The request-parsing tests' served model text: the Qwen2 tokenizer and chat template (plus the
-// ChatML fallback a model without a template gets), as the ModelTextContext a served model has:
-// vocabulary, a 64-wide hidden size, a 256-token context, tools rendered, a grammar compiler.
+// Support for the request-parsing and response-building tests. fixture(): the served model text, the
+// Qwen2 tokenizer and chat template (plus the ChatML fallback a model without a template gets), as
+// the ModelTextContext a served model has: vocabulary, a 64-wide hidden size, a 256-token context,
+// tools rendered, a grammar compiler. output(): an engine output to feed a response writer.
 
 #include <filesystem>
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "llaisys/engine/request.hpp"
 #include "llaisys/grammar/grammar_compiler.hpp"
 #include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
@@ -53,6 +55,14 @@ struct TextFixture {
 inline TextFixture& fixture() {
   static TextFixture f;
   return f;
+}
+
+inline RequestOutput output(std::vector<ChoiceDelta> choices, bool finished, Usage usage = {}) {
+  RequestOutput o;
+  o.choices = std::move(choices);
+  o.finished = finished;
+  o.usage = usage;
+  return o;
 }
 
 }  // namespace llaisys::server::test
