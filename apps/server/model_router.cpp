@@ -60,6 +60,11 @@ void ModelRouter::start_loading(std::string plugin_dir, std::string device_name,
       entry->engine = std::move(engine).value();
       entry->text.chat_template = entry->chat_template ? &*entry->chat_template : nullptr;
       entry->text.chat_template_renders_tools = entry->chat_template && renders_tools(*entry->chat_template);
+      // Validated with the configuration: auto (nullopt) detects from the template and vocabulary.
+      const auto format = app::parse_reasoning_format(spec.reasoning_format, "reasoning_format");
+      entry->text.reasoning_format = format.ok() && format->has_value()
+                                         ? **format
+                                         : app::detect_reasoning_format(entry->text.chat_template, entry->tokenizer.get());
       if (entry->chat_template && !entry->text.chat_template_renders_tools) {
         log::info("model '{}': its chat template ({}) does not render tools; requests with tools are refused",
                   spec.name, entry->chat_template_source);
@@ -67,8 +72,9 @@ void ModelRouter::start_loading(std::string plugin_dir, std::string device_name,
       entry->created = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch()).count();
       entry->ready.store(true, std::memory_order_release);
-      log::info("model '{}' ready ({}, context {}, chat template: {}) in {:.1f}s", spec.name, spec.path.string(),
-                entry->text.max_model_len, entry->chat_template_source,
+      log::info("model '{}' ready ({}, context {}, chat template: {}, reasoning: {}) in {:.1f}s", spec.name,
+                spec.path.string(), entry->text.max_model_len, entry->chat_template_source,
+                app::to_string(entry->text.reasoning_format),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
   });

@@ -132,7 +132,7 @@ Reply ServerApp::responses(const ModelCall& call) {
   if (!parsed.ok()) return error_reply(responses_parse_error(parsed.status()));
   const std::string id = "resp_" + random_hex(32);
   auto writer = std::make_unique<ResponsesWriter>(std::move(parsed->settings), parsed->generate.parse_tools,
-                                                  ResponseMeta{id, unix_now(), model.spec.name});
+                                                  parsed->generate.reasoning, ResponseMeta{id, unix_now(), model.spec.name});
   return submit_generation(call, std::move(parsed->generate), std::move(writer), id);
 }
 
@@ -201,7 +201,11 @@ Reply ServerApp::tokenize(const ModelCall& call) {
   } else if (messages != nullptr && prompt == nullptr) {
     json::value tools;
     if (const json::value* t = call.body.if_contains("tools"); t != nullptr && t->is_array()) tools = *t;
-    ids = render_messages(*messages, tools, model.text);
+    ids = [&]() -> Result<std::vector<TokenId>> {
+      LLAISYS_ASSIGN_OR_RETURN(json::object kwargs, template_kwargs(call.body, model.text));
+      LLAISYS_ASSIGN_OR_RETURN(RenderedChat rendered, render_messages(*messages, tools, model.text, kwargs));
+      return std::move(rendered.ids);
+    }();
     if (ids.ok() && add != nullptr && add->is_bool() && add->as_bool()) {
       // Rendered chats carry their own special tokens; add_special_tokens adds BOS as encode() would.
       auto empty = model.tokenizer->encode("", true);

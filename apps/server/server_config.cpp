@@ -1,6 +1,7 @@
 #include "server_config.hpp"
 
 #include "llaisys/core/log.hpp"
+#include "reasoning.hpp"
 #include "value_range.hpp"
 
 #include <cstdlib>
@@ -144,6 +145,7 @@ Status apply_toml_server(const std::string& text, const std::string& origin, Ser
     else if (key == "webui") s = read_value(node, key, where, c.webui_dir);
     else if (key == "plugin_dir") s = read_value(node, key, where, c.plugin_dir);
     else if (key == "chat_template") s = read_value(node, key, where, c.chat_template);
+    else if (key == "reasoning_format") s = read_value(node, key, where, c.reasoning_format);
     else if (key == "log_level") s = read_value(node, key, where, c.log_level);
     else if (key == "device") s = read_value(node, key, where, c.device);
     else return make_error(ErrorCode::invalid_argument, "{}: unknown key '{}'", where, key);
@@ -176,6 +178,8 @@ Status apply_toml_models(const std::string& text, const std::string& origin, Ser
         std::string file;
         s = read_value(node, key, where, file);
         spec.chat_template_file = file;
+      } else if (key == "reasoning_format") {
+        s = read_value(node, key, where, spec.reasoning_format);
       } else if (key == "threads" || key == "max_running_requests" || key == "max_num_seqs" ||
                  key == "max_queued_requests") {
         // Read into a checked local: the spec's own fields use -1 / 0 for "the [server] value".
@@ -284,6 +288,11 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
   app.add_option("--webui", c.webui_dir, "web UI directory (default <exe>/../share/llaisys/webui)");
   app.add_option("--plugin-dir", c.plugin_dir, "directory of model plugins");
   app.add_option("--chat-template", c.chat_template, "chat template file for every model");
+  app.add_option("--reasoning-format", c.reasoning_format,
+                 "how chat answers of reasoning models are split: auto (deepseek when the model's template or "
+                 "vocabulary has <think>), deepseek (a leading <think> block goes to reasoning_content), none "
+                 "(the raw text in content)")
+      ->capture_default_str();
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error or off")->capture_default_str();
   app.add_option("--device", c.device, "cpu or cuda:N")->capture_default_str();
   app::add_engine_options(app, c.engine);
@@ -327,8 +336,11 @@ Status validate_server_config(const ServerConfig& c) {
                       c.log_level);
   }
   LLAISYS_RETURN_IF_ERROR(app::validate_engine_options(c.engine));
+  LLAISYS_RETURN_IF_ERROR(app::parse_reasoning_format(c.reasoning_format, "reasoning_format").status());
   for (const ModelSpec& m : c.models) {
     const std::string where = fmt::format("model '{}'", m.name);
+    LLAISYS_RETURN_IF_ERROR(
+        app::parse_reasoning_format(m.reasoning_format, "reasoning_format").status().with_context(where));
     LLAISYS_RETURN_IF_ERROR(range("threads", m.threads, kModelThreads).with_context(where));
     LLAISYS_RETURN_IF_ERROR(range("max_running_requests", m.max_running_requests, kRunning).with_context(where));
     LLAISYS_RETURN_IF_ERROR(range("max_queued_requests", m.max_queued_requests, kQueued).with_context(where));
@@ -419,6 +431,7 @@ std::optional<int> parse_command_line(int argc, char** argv, ServerConfig& confi
     if (m.max_queued_requests < 0) m.max_queued_requests = config.max_queued_requests;
     m.engine.max_num_seqs = m.max_running_requests;
     if (m.chat_template_file.empty() && !config.chat_template.empty()) m.chat_template_file = config.chat_template;
+    if (m.reasoning_format.empty()) m.reasoning_format = config.reasoning_format;
   }
   // The file's values skip the flags' range checks, and some flags have none: check the result.
   if (Status st = validate_server_config(config); !st.ok()) {

@@ -20,6 +20,7 @@ struct ModelSpec {
   std::filesystem::path path;
   std::string options_json = "{}";      // plugin options
   std::filesystem::path chat_template_file;
+  std::string reasoning_format;         // auto, deepseek or none; empty: --reasoning-format
   int32_t threads = -1;                 // -1: --model-threads
   int32_t max_running_requests = -1;    // -1: --max-running-requests
   int32_t max_queued_requests = -1;     // -1: --max-queued-requests
@@ -63,6 +64,7 @@ struct ServerConfig {
   std::string webui_dir;                // empty: <exe dir>/../share/llaisys/webui
   std::string plugin_dir;
   std::string chat_template;            // default chat template file for every model
+  std::string reasoning_format = "auto";  // every model's unless its [[model]] sets one (reasoning.hpp)
   std::string log_level = "info";
   std::string device = "cpu";
   app::EngineOptions engine;

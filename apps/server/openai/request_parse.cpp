@@ -312,8 +312,8 @@ Status limit_output_tokens(std::optional<int64_t> max_tokens, std::string_view k
   return Status();
 }
 
-Result<std::vector<TokenId>> render_messages(const json::value& messages, const json::value& tools,
-                                             const ModelTextContext& model) {
+Result<RenderedChat> render_messages(const json::value& messages, const json::value& tools,
+                                     const ModelTextContext& model, const json::object& template_kwargs) {
   if (!messages.is_array() || messages.as_array().empty()) return bad_field("messages", "a non-empty list");
   if (model.chat_template == nullptr || !model.tokenizer) {
     return Status(ErrorCode::invalid_argument,
@@ -324,14 +324,41 @@ Result<std::vector<TokenId>> render_messages(const json::value& messages, const 
     LLAISYS_ASSIGN_OR_RETURN(json::value m, normalize_message(message));
     normalized.push_back(std::move(m));
   }
-  text::ChatRenderOptions options{.add_generation_prompt = true};
+  text::ChatRenderOptions options{.add_generation_prompt = true, .extra_context = template_kwargs};
   if (!tools.is_null()) options.tools = tools;
   auto rendered = model.chat_template->render(normalized, options);
   if (!rendered.ok()) {
     return make_error(ErrorCode::invalid_argument, "'messages' could not be rendered by the chat template: {}",
                       rendered.status().message());
   }
-  return model.tokenizer->encode(*rendered, /*add_special_tokens=*/false);
+  RenderedChat out{.text = std::move(rendered).value(), .ids = {}};
+  LLAISYS_ASSIGN_OR_RETURN(out.ids, model.tokenizer->encode(out.text, /*add_special_tokens=*/false));
+  return out;
+}
+
+Result<json::object> template_kwargs(const json::object& body, const ModelTextContext& model) {
+  constexpr std::size_t kMaxKwargs = 64;
+  json::object out;
+  if (const json::value* v = body.if_contains("chat_template_kwargs"); v != nullptr && !v->is_null()) {
+    if (!v->is_object() || v->as_object().size() > kMaxKwargs) {
+      return bad_field("chat_template_kwargs",
+                       fmt::format("an object of at most {} template variables, e.g. {{\"enable_thinking\": false}}",
+                                   kMaxKwargs));
+    }
+    for (const auto& [key, value] : v->as_object()) {
+      if (key == "messages" || key == "tools" || key == "add_generation_prompt") {
+        return make_error(ErrorCode::invalid_argument,
+                          "'chat_template_kwargs.{}' cannot be set: the template gets the request's own", key);
+      }
+    }
+    out = v->as_object();
+  }
+  const json::value* effort = body.if_contains("reasoning_effort");
+  if (effort != nullptr && effort->is_string() && effort->as_string() == "none" &&
+      model.reasoning_format != app::ReasoningFormat::none && !out.contains("enable_thinking")) {
+    out["enable_thinking"] = false;
+  }
+  return out;
 }
 
 bool renders_tools(const text::ChatTemplate& chat_template) {
@@ -409,7 +436,13 @@ Result<ParsedGenerate> parse_chat_request(const json::object& body, const ModelT
     if (!model.grammars) return Status(ErrorCode::invalid_argument, "'tool_choice' needs a model with a tokenizer");
     LLAISYS_ASSIGN_OR_RETURN(out.request.grammar, forced_tool_call_grammar(tools, *forced, *model.grammars));
   }
-  LLAISYS_ASSIGN_OR_RETURN(out.request.prompt_ids, render_messages(*messages, tools, model));
+  LLAISYS_ASSIGN_OR_RETURN(json::object kwargs, template_kwargs(body, model));
+  LLAISYS_ASSIGN_OR_RETURN(RenderedChat rendered, render_messages(*messages, tools, model, kwargs));
+  out.request.prompt_ids = std::move(rendered.ids);
+  if (model.reasoning_format == app::ReasoningFormat::deepseek) {
+    out.reasoning = app::ReasoningOptions{.start = app::reasoning_start(rendered.text),
+                                          .close_token = model.tokenizer->token_id(app::kThinkClose)};
+  }
   LLAISYS_ASSIGN_OR_RETURN(std::optional<bool> logprobs, bool_field(body, "logprobs"));
   out.logprobs = logprobs.value_or(false);
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> top, int_field(body, "top_logprobs"));

@@ -16,6 +16,7 @@
 #include "llaisys/model/types.hpp"
 #include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
+#include "reasoning.hpp"
 
 namespace llaisys::server {
 
@@ -44,6 +45,8 @@ struct ModelTextContext {
   bool chat_template_renders_tools = true;
   std::vector<std::string> default_stop;  // e.g. "<|im_end|>" for the ChatML fallback (chat only)
   std::shared_ptr<grammar::GrammarCompiler> grammars;  // structured output; null without a tokenizer
+  // How chat outputs are split into reasoning and content (resolved: never "auto").
+  app::ReasoningFormat reasoning_format = app::ReasoningFormat::none;
 };
 
 enum class ApiKind : uint8_t { chat, completion };
@@ -70,6 +73,9 @@ struct ParsedGenerate {
   int32_t top_logprobs = 0;
   bool parse_tools = false;    // tools given and tool_choice is not "none"
   bool echo = false;           // completions: prepend the prompt's text (and its logprobs)
+  // Chat with a reasoning model: where its output starts (app::ReasoningParser); nullopt: the output
+  // is all content.
+  std::optional<app::ReasoningOptions> reasoning;
 
   // The engine request of completions prompt `i`.
   GenerateRequest prompt_request(std::size_t i) const;
@@ -104,9 +110,20 @@ Status limit_output_tokens(std::optional<int64_t> max_tokens, std::string_view k
 // one user message (the ChatML fallback and many base models' templates leave tools out).
 bool renders_tools(const text::ChatTemplate& chat_template);
 
+struct RenderedChat {
+  std::string text;
+  std::vector<TokenId> ids;
+};
+
 // Chat messages rendered by the template (content parts joined, tool_call arguments given to the
-// template as objects), then encoded without added special tokens.
-Result<std::vector<TokenId>> render_messages(const boost::json::value& messages, const boost::json::value& tools,
-                                             const ModelTextContext& model);
+// template as objects), then encoded without added special tokens. `template_kwargs`: extra template
+// variables (chat_template_kwargs, e.g. enable_thinking).
+Result<RenderedChat> render_messages(const boost::json::value& messages, const boost::json::value& tools,
+                                     const ModelTextContext& model, const boost::json::object& template_kwargs = {});
+
+// chat_template_kwargs: an object of at most 64 template variables; the template's own inputs
+// (messages, tools, add_generation_prompt) are refused by name. reasoning_effort "none" on a
+// reasoning model adds enable_thinking false (Qwen3's switch) unless the kwargs set it.
+Result<boost::json::object> template_kwargs(const boost::json::object& body, const ModelTextContext& model);
 
 }  // namespace llaisys::server

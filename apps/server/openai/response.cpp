@@ -58,11 +58,13 @@ std::string sanitize_utf8(std::string_view s) {
   return out;
 }
 
-json::object usage_json(const Usage& usage) {
-  return {{"prompt_tokens", usage.prompt_tokens},
-          {"completion_tokens", usage.completion_tokens},
-          {"total_tokens", usage.total_tokens()},
-          {"prompt_tokens_details", json::object{{"cached_tokens", usage.cached_tokens}}}};
+json::object usage_json(const Usage& usage, std::optional<int64_t> reasoning_tokens) {
+  json::object out{{"prompt_tokens", usage.prompt_tokens},
+                   {"completion_tokens", usage.completion_tokens},
+                   {"total_tokens", usage.total_tokens()},
+                   {"prompt_tokens_details", json::object{{"cached_tokens", usage.cached_tokens}}}};
+  if (reasoning_tokens) out["completion_tokens_details"] = json::object{{"reasoning_tokens", *reasoning_tokens}};
+  return out;
 }
 
 std::string logprob_token_bytes(const text::Tokenizer* tokenizer, TokenId id) {
@@ -83,13 +85,17 @@ GenerationResponse::GenerationResponse(const ParsedGenerate& parsed, ResponseMet
   parsed_.top_logprobs = parsed.top_logprobs;
   parsed_.parse_tools = parsed.parse_tools;
   parsed_.echo = parsed.echo;
+  parsed_.reasoning = parsed.reasoning;
   prompts_.resize(std::max<std::size_t>(parsed.prompts.size(), 1));
   for (std::size_t i = 0; i < parsed.prompts.size(); ++i) {
     prompts_[i].text = parsed.prompts[i].text;
     prompts_[i].first_token = parsed.prompts[i].ids.empty() ? -1 : parsed.prompts[i].ids.front();
   }
   choices_.resize(prompts_.size() * static_cast<std::size_t>(candidates_));
-  for (std::size_t i = 0; i < choices_.size(); ++i) choices_[i].prompt = i / static_cast<std::size_t>(candidates_);
+  for (std::size_t i = 0; i < choices_.size(); ++i) {
+    choices_[i].prompt = i / static_cast<std::size_t>(candidates_);
+    if (parsed.reasoning) choices_[i].reasoning.emplace(*parsed.reasoning);
+  }
 }
 
 namespace {
@@ -176,13 +182,21 @@ json::value GenerationResponse::delta_logprobs(Choice& choice, const ChoiceDelta
   return out;
 }
 
-ToolParseResult GenerationResponse::apply(Choice& choice, const ChoiceDelta& delta) {
+ToolParseResult GenerationResponse::apply(Choice& choice, const ChoiceDelta& delta, std::string& reasoning) {
+  std::string content = delta.text;
+  if (choice.reasoning) {
+    app::ReasoningSplit split = choice.reasoning->feed(delta.text, delta.token_ids);
+    if (delta.finish_reason) split.append(choice.reasoning->finish());
+    reasoning = std::move(split.reasoning);
+    content = std::move(split.content);
+    choice.reasoning_text += reasoning;
+  }
   ToolParseResult result;
-  if (parsed_.parse_tools) {
-    result = choice.parser.feed(delta.text);
+  if (parsed_.parse_tools) {  // tool calls are read from the answer, after the reasoning
+    result = choice.parser.feed(content);
     if (delta.finish_reason) result.append(choice.parser.finish());
   } else {
-    result.content = delta.text;
+    result.content = std::move(content);
   }
   choice.text += result.content;
   for (const ToolCall& c : result.calls) choice.calls.push_back(c);
@@ -222,6 +236,13 @@ bool GenerationResponse::all_finished() const {
   return std::ranges::all_of(prompts_, [](const Prompt& p) { return p.finished; });
 }
 
+std::optional<int64_t> GenerationResponse::reasoning_tokens() const {
+  if (!parsed_.reasoning) return std::nullopt;
+  int64_t sum = 0;
+  for (const Choice& c : choices_) sum += c.reasoning->reasoning_tokens();
+  return sum;
+}
+
 Usage GenerationResponse::usage() const {
   Usage sum;
   for (const Prompt& p : prompts_) {
@@ -244,13 +265,17 @@ std::string GenerationResponse::stream_events(const RequestOutput& output, std::
     json::value& logprobs = taken->logprobs;
     const std::optional<std::string>& finish = taken->finish;
     const bool first = !choice.started;
-    if (!first && result.content.empty() && result.calls.empty() && !finish && logprobs.is_null()) continue;
+    if (!first && taken->reasoning.empty() && result.content.empty() && result.calls.empty() && !finish &&
+        logprobs.is_null()) {
+      continue;
+    }
     choice.started = true;
     // Streams never rank (best_of > n is refused), so a candidate is a returned choice.
     json::object c{{"index", static_cast<int64_t>(prompt) * parsed_.request.n + delta.index}};
     if (parsed_.kind == ApiKind::chat) {
       json::object d;
       if (first) d["role"] = "assistant";
+      if (!taken->reasoning.empty()) d["reasoning_content"] = taken->reasoning;
       if (!result.content.empty() || first) d["content"] = result.content;
       if (!result.calls.empty()) {
         json::array calls;
@@ -279,7 +304,7 @@ std::string GenerationResponse::stream_events(const RequestOutput& output, std::
     } else if (parsed_.include_usage) {
       json::object chunk = chunk_base();
       chunk["choices"] = json::array();
-      chunk["usage"] = usage_json(usage());
+      chunk["usage"] = usage_json(usage(), reasoning_tokens());
       events += sse_data(json::serialize(chunk));
     }
     events += kSseDone;
@@ -300,7 +325,8 @@ std::optional<GenerationResponse::TakenDelta> GenerationResponse::take(const Cho
     record_error(delta);
     return std::nullopt;
   }
-  TakenDelta taken{.choice = &choice, .result = apply(choice, delta), .logprobs = delta_logprobs(choice, delta), .finish = {}};
+  TakenDelta taken{.choice = &choice, .reasoning = {}, .result = {}, .logprobs = delta_logprobs(choice, delta), .finish = {}};
+  taken.result = apply(choice, delta, taken.reasoning);
   if (delta.finish_reason) taken.finish = choice.finish_reason = finish_reason(choice, delta);
   return taken;
 }
@@ -327,6 +353,10 @@ std::string GenerationResponse::body() const {
         json::object message{{"role", "assistant"}};
         const bool blank = choice.text.find_first_not_of(" \t\r\n") == std::string::npos;
         message["content"] = !choice.calls.empty() && blank ? json::value(nullptr) : json::value(choice.text);
+        if (choice.reasoning) {
+          message["reasoning_content"] =
+              choice.reasoning->saw_reasoning() ? json::value(choice.reasoning_text) : json::value(nullptr);
+        }
         if (!choice.calls.empty()) {
           json::array calls;
           for (const ToolCall& call : choice.calls) {
@@ -355,7 +385,7 @@ std::string GenerationResponse::body() const {
                     {"created", meta_.created},
                     {"model", meta_.model},
                     {"choices", std::move(choices)},
-                    {"usage", usage_json(usage())}};
+                    {"usage", usage_json(usage(), reasoning_tokens())}};
   return json::serialize(body);
 }
 

@@ -30,7 +30,8 @@ std::string random_hex(int digits);
 // Bytes that are not valid UTF-8 become U+FFFD, so any token's bytes can go into JSON.
 std::string sanitize_utf8(std::string_view bytes);
 
-boost::json::object usage_json(const Usage& usage);
+// `reasoning_tokens`: set for reasoning models, as completion_tokens_details.reasoning_tokens.
+boost::json::object usage_json(const Usage& usage, std::optional<int64_t> reasoning_tokens = std::nullopt);
 
 // A logprob as JSON, which has no infinities or NaN (Boost.JSON would write them bare, which no
 // client parses): -inf (a token the request forbids) is -9999.0, as vLLM sends it; NaN (non-finite
@@ -84,6 +85,8 @@ class GenerationResponse final : public GenerationWriter {
     std::string text;
     std::vector<ToolCall> calls;
     ToolCallParser parser;
+    std::optional<app::ReasoningParser> reasoning;  // reasoning models: splits the think block off
+    std::string reasoning_text;
     boost::json::array chat_logprobs;  // chat: content entries
     boost::json::array tokens, token_logprobs, top_logprobs, text_offsets;  // completions format
     // The next text_offset: the byte lengths of the entries' token strings added up (as vLLM does),
@@ -102,10 +105,11 @@ class GenerationResponse final : public GenerationWriter {
     bool finished = false;
   };
 
-  // One delta taken into its choice: what it added (content, completed tool calls, logprobs) and the
-  // finish reason when it is the choice's last.
+  // One delta taken into its choice: what it added (reasoning, content, completed tool calls,
+  // logprobs) and the finish reason when it is the choice's last.
   struct TakenDelta {
     Choice* choice;
+    std::string reasoning;
     ToolParseResult result;
     boost::json::value logprobs;
     std::optional<std::string> finish;
@@ -116,8 +120,11 @@ class GenerationResponse final : public GenerationWriter {
   // Applies `delta` to its choice; nothing for a delta outside the choices or a failed one (recorded
   // as the request's error).
   std::optional<TakenDelta> take(const ChoiceDelta& delta, std::size_t prompt);
-  // Applies one delta to its choice: returns the new content text and the tool calls it completed.
-  ToolParseResult apply(Choice& choice, const ChoiceDelta& delta);
+  // Applies one delta to its choice: returns the new content text and the tool calls it completed,
+  // and sets `reasoning` to the new reasoning text.
+  ToolParseResult apply(Choice& choice, const ChoiceDelta& delta, std::string& reasoning);
+  // completion_tokens_details.reasoning_tokens over the choices (reasoning models only).
+  std::optional<int64_t> reasoning_tokens() const;
   boost::json::value delta_logprobs(Choice& choice, const ChoiceDelta& delta);
   // Completions format: appends one entry (`top` null for the prompt's first token) to the choice
   // and to `out` (this delta's arrays).

@@ -1,5 +1,6 @@
 #include "openai/responses_output.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -19,20 +20,25 @@ json::object output_text_part(std::string_view text) {
   return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}, {"logprobs", json::array()}};
 }
 
-json::object usage_object(const Usage& usage) {
+json::object usage_object(const Usage& usage, int64_t reasoning_tokens) {
   // llaisys's prefix cache fills itself as a side effect of every request: nothing is written to it
-  // on request, so cache_write_tokens is 0; no model here reasons, so reasoning_tokens is 0.
+  // on request, so cache_write_tokens is 0.
   return {{"input_tokens", usage.prompt_tokens},
           {"input_tokens_details", json::object{{"cached_tokens", usage.cached_tokens}, {"cache_write_tokens", 0}}},
           {"output_tokens", usage.completion_tokens},
-          {"output_tokens_details", json::object{{"reasoning_tokens", 0}}},
+          {"output_tokens_details", json::object{{"reasoning_tokens", reasoning_tokens}}},
           {"total_tokens", usage.total_tokens()}};
 }
 
+json::object reasoning_text_part(std::string_view text) { return {{"type", "reasoning_text"}, {"text", text}}; }
+
 }  // namespace
 
-ResponsesWriter::ResponsesWriter(json::object settings, bool parse_tools, ResponseMeta meta)
-    : settings_(std::move(settings)), parse_tools_(parse_tools), meta_(std::move(meta)) {}
+ResponsesWriter::ResponsesWriter(json::object settings, bool parse_tools, std::optional<app::ReasoningOptions> reasoning,
+                                 ResponseMeta meta)
+    : settings_(std::move(settings)), parse_tools_(parse_tools), meta_(std::move(meta)) {
+  if (reasoning) reasoning_.emplace(*reasoning);
+}
 
 void ResponsesWriter::emit(std::string_view type, json::object fields) {
   const int64_t sequence = sequence_++;
@@ -70,10 +76,17 @@ void ResponsesWriter::take(const RequestOutput& output) {
       finish(delta);
       continue;
     }
+    std::string text = delta.text;
+    if (reasoning_) {
+      app::ReasoningSplit split = reasoning_->feed(delta.text, delta.token_ids);
+      if (delta.finish_reason) split.append(reasoning_->finish());
+      add_reasoning(split.reasoning);
+      text = std::move(split.content);
+    }
     if (!parse_tools_) {
-      add_text(delta.text);
+      add_text(text);
     } else {
-      ToolParseResult result = parser_.feed(delta.text);
+      ToolParseResult result = parser_.feed(text);
       if (delta.finish_reason) result.append(parser_.finish());
       // Text and calls in the order the model wrote them.
       std::size_t at = 0;
@@ -86,6 +99,46 @@ void ResponsesWriter::take(const RequestOutput& output) {
     }
     if (delta.finish_reason) finish(delta);
   }
+}
+
+void ResponsesWriter::add_reasoning(std::string_view text) {
+  if (text.empty()) return;
+  if (!reasoning_item_) {
+    reasoning_item_ = output_.size();
+    json::object item{{"id", "rs_" + random_hex(kIdDigits)},
+                      {"type", "reasoning"},
+                      {"status", "in_progress"},
+                      {"summary", json::array()},
+                      {"content", json::array()},
+                      {"encrypted_content", nullptr}};
+    output_.push_back(item);
+    const auto index = static_cast<int64_t>(*reasoning_item_);
+    emit("response.output_item.added", {{"output_index", index}, {"item", std::move(item)}});
+    emit("response.content_part.added", {{"item_id", output_[*reasoning_item_].as_object().at("id")},
+                                         {"output_index", index},
+                                         {"content_index", 0},
+                                         {"part", reasoning_text_part("")}});
+  }
+  reasoning_text_ += text;
+  emit("response.reasoning_text.delta", {{"item_id", output_[*reasoning_item_].as_object().at("id")},
+                                         {"output_index", static_cast<int64_t>(*reasoning_item_)},
+                                         {"content_index", 0},
+                                         {"delta", text}});
+}
+
+void ResponsesWriter::close_reasoning() {
+  if (!reasoning_item_) return;
+  json::object& item = output_[*reasoning_item_].as_object();
+  const auto index = static_cast<int64_t>(*reasoning_item_);
+  const json::value id = item.at("id");
+  emit("response.reasoning_text.done",
+       {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"text", reasoning_text_}});
+  emit("response.content_part.done",
+       {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"part", reasoning_text_part(reasoning_text_)}});
+  item["status"] = "completed";
+  item["content"] = json::array{reasoning_text_part(reasoning_text_)};
+  emit("response.output_item.done", {{"output_index", index}, {"item", item}});
+  reasoning_item_.reset();
 }
 
 void ResponsesWriter::add_text(std::string_view text) {
@@ -107,6 +160,7 @@ void ResponsesWriter::add_text(std::string_view text) {
 }
 
 void ResponsesWriter::open_message() {
+  close_reasoning();
   message_ = output_.size();
   json::object item{{"id", "msg_" + random_hex(kIdDigits)},
                     {"type", "message"},
@@ -142,6 +196,7 @@ void ResponsesWriter::close_message(std::string_view status) {
 
 void ResponsesWriter::add_call(const ToolCall& call) {
   held_space_.clear();
+  close_reasoning();
   if (message_) close_message("completed");
   const auto index = static_cast<int64_t>(output_.size());
   json::object item{{"id", "fc_" + random_hex(kIdDigits)},
@@ -180,8 +235,12 @@ void ResponsesWriter::finish(const ChoiceDelta& last) {
       status_ = "completed";
       break;
   }
-  if (!message_ && output_.empty()) {
-    // No item at all: one message with whatever text there was (only whitespace, or none).
+  close_reasoning();
+  const bool answered = std::ranges::any_of(output_, [](const json::value& item) {
+    return item.as_object().at("type") != "reasoning";
+  });
+  if (!message_ && !answered) {
+    // No message or call: one message with whatever text there was (only whitespace, or none).
     const std::string text = std::move(held_space_);
     held_space_.clear();
     open_message();
@@ -211,7 +270,7 @@ json::object ResponsesWriter::response_object() const {
                  {"store", false},  // nothing is kept (docs/SERVER.md)
                  {"truncation", "disabled"}};
   for (const auto& [key, value] : settings_) r[key] = value;
-  if (status_ != "in_progress") r["usage"] = usage_object(usage_);
+  if (status_ != "in_progress") r["usage"] = usage_object(usage_, reasoning_ ? reasoning_->reasoning_tokens() : 0);
   return r;
 }
 

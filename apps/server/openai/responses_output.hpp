@@ -1,12 +1,15 @@
 #pragma once
 // Engine outputs -> Responses API objects and stream events (POST /v1/responses).
 //
-// The output is a list of items in the order the model wrote them: a message item (one output_text
-// part) for each run of text, a function_call item for each tool call ToolCallParser finds.
+// The output is a list of items in the order the model wrote them: for a reasoning model, a reasoning
+// item (one reasoning_text part: its think block, app::ReasoningParser) first, then a message item
+// (one output_text part) for each run of text, a function_call item for each tool call
+// ToolCallParser finds.
 // Whitespace that only separates text from a following call is no item; an output with no item at
 // all is one message (empty text included). The stream is response.created, response.in_progress,
-// then for each item output_item.added, its content (content_part.added, output_text.delta...,
-// output_text.done, content_part.done; or function_call_arguments.delta and .done), output_item.done,
+// then for each item output_item.added, its content (content_part.added, output_text.delta... or
+// reasoning_text.delta..., output_text.done or reasoning_text.done, content_part.done; or
+// function_call_arguments.delta and .done), output_item.done,
 // and last response.completed, or response.incomplete when max_output_tokens (or the context) cut the
 // output. An engine failure ends the stream with an `error` event instead. Every event carries its
 // `type` and a `sequence_number` counting from 0; the non-streaming body is the final response
@@ -25,7 +28,9 @@ namespace llaisys::server {
 class ResponsesWriter final : public GenerationWriter {
  public:
   // `settings`: what parse_responses_request gathered for the Response object to repeat.
-  ResponsesWriter(boost::json::object settings, bool parse_tools, ResponseMeta meta);
+  // `reasoning`: ParsedGenerate::reasoning (set for reasoning models).
+  ResponsesWriter(boost::json::object settings, bool parse_tools, std::optional<app::ReasoningOptions> reasoning,
+                  ResponseMeta meta);
 
   std::string stream_start() override;
   // One prompt: `prompt` is always 0.
@@ -40,6 +45,8 @@ class ResponsesWriter final : public GenerationWriter {
  private:
   // Applies one engine output; the events go to `events_` when it is set (streaming).
   void take(const RequestOutput& output);
+  void add_reasoning(std::string_view text);
+  void close_reasoning();
   void add_text(std::string_view text);
   void add_call(const ToolCall& call);
   void open_message();
@@ -52,6 +59,9 @@ class ResponsesWriter final : public GenerationWriter {
   bool parse_tools_;
   ResponseMeta meta_;
   ToolCallParser parser_;
+  std::optional<app::ReasoningParser> reasoning_;
+  std::optional<std::size_t> reasoning_item_;  // the index in output_ of the open reasoning item
+  std::string reasoning_text_;
   boost::json::array output_;             // the items so far
   std::optional<std::size_t> message_;    // the index in output_ of the message taking text now
   std::string message_text_;              // its text so far

@@ -67,8 +67,9 @@ Status check_refused_fields(const json::object& body) {
   if (truncation && *truncation != "disabled") {
     return refused("truncation", "an input over the context is refused (\"disabled\"), never cut");
   }
-  // "reasoning.encrypted_content" asks for the content of reasoning items, and there are none (no model
-  // here reasons): accepted without effect, since there is nothing to include. openai-node's
+  // "reasoning.encrypted_content" asks for reasoning items to carry their content encrypted, for a
+  // stateless client to send back: llaisys's reasoning items carry it in the clear ('content'), and
+  // reasoning items sent back are read from there. Accepted without effect; openai-node's
   // ResponsesToolRunner sends it on every request.
   if (const json::value* include = body.if_contains("include"); include != nullptr && !include->is_null()) {
     if (!include->is_array()) return bad_field("include", "a list of strings");
@@ -85,7 +86,8 @@ Status check_refused_fields(const json::object& body) {
     for (const auto& [key, value] : reasoning->as_object()) {
       if (value.is_null() || (key == "effort" && value.is_string() && value.as_string() == "none")) continue;
       return make_error(ErrorCode::invalid_argument,
-                        "'reasoning.{}' is not supported: llaisys's models do not reason (only effort \"none\")",
+                        "'reasoning.{}' is not supported: llaisys neither grades reasoning effort nor summarises "
+                        "reasoning (effort \"none\" turns a reasoning model's thinking off)",
                         std::string_view(key).substr(0, 64));
     }
   }
@@ -155,6 +157,32 @@ Result<std::string> required_string(const json::object& item, std::string_view k
 
 // `instructions` and `input` as chat messages. Consecutive function_call items join the assistant
 // message before them as its tool_calls, as a chat client sends one assistant turn with its calls.
+// A reasoning item's text: its reasoning_text parts joined (what llaisys's reasoning items carry),
+// else its summary_text parts (another server's items); encrypted content cannot be read.
+Result<std::string> reasoning_item_text(const json::object& item) {
+  if (const json::value* encrypted = item.if_contains("encrypted_content");
+      encrypted != nullptr && !encrypted->is_null()) {
+    return refused("input", "reasoning items with 'encrypted_content' cannot be read; send their 'content'");
+  }
+  std::string text;
+  for (const char* key : {"content", "summary"}) {
+    const json::value* parts = item.if_contains(key);
+    if (parts == nullptr || parts->is_null()) continue;
+    if (!parts->is_array()) return bad_field("input", "reasoning items whose 'content' and 'summary' are lists");
+    for (const json::value& part : parts->as_array()) {
+      const json::object* p = part.if_object();
+      const json::value* t = p != nullptr ? p->if_contains("text") : nullptr;
+      if (t == nullptr || !t->is_string()) {
+        return bad_field("input", "reasoning items whose parts are {\"type\", \"text\"} objects");
+      }
+      if (!text.empty()) text += "\n";
+      text += t->as_string();
+    }
+    if (!text.empty()) break;
+  }
+  return text;
+}
+
 Result<json::array> input_messages(const json::object& body) {
   json::array messages;
   LLAISYS_ASSIGN_OR_RETURN(std::optional<std::string> instructions, string_field(body, "instructions"));
@@ -168,6 +196,18 @@ Result<json::array> input_messages(const json::object& body) {
   if (input == nullptr || !input->is_array() || input->as_array().empty()) {
     return bad_field("input", "a string or a non-empty list of items");
   }
+  // A reasoning item's text goes to the assistant turn it precedes as its reasoning_content (the chat
+  // template decides whether to render it back); one that precedes no assistant turn is a turn of
+  // its own with empty content.
+  std::optional<std::string> reasoning;
+  const auto assistant_turn = [&](json::object message) {
+    if (reasoning) message["reasoning_content"] = std::move(*reasoning);
+    reasoning.reset();
+    messages.push_back(std::move(message));
+  };
+  const auto flush_reasoning = [&] {
+    if (reasoning) assistant_turn(json::object{{"role", "assistant"}, {"content", ""}});
+  };
   for (const json::value& value : input->as_array()) {
     const json::object* item = value.if_object();
     if (item == nullptr) return bad_field("input", "a list of objects");
@@ -185,7 +225,15 @@ Result<json::array> input_messages(const json::object& body) {
       const json::value* content = item->if_contains("content");
       if (content == nullptr) return bad_field("input", "message items with a 'content'");
       LLAISYS_ASSIGN_OR_RETURN(std::string text, content_text(*content, "input"));
-      messages.push_back(json::object{{"role", r}, {"content", std::move(text)}});
+      if (r == "assistant") {
+        assistant_turn(json::object{{"role", r}, {"content", std::move(text)}});
+      } else {
+        flush_reasoning();
+        messages.push_back(json::object{{"role", r}, {"content", std::move(text)}});
+      }
+    } else if (type == "reasoning") {
+      LLAISYS_ASSIGN_OR_RETURN(std::string text, reasoning_item_text(*item));
+      if (!text.empty()) reasoning = reasoning ? *reasoning + "\n" + text : text;  // an empty one carries nothing
     } else if (type == "function_call") {
       LLAISYS_ASSIGN_OR_RETURN(std::string call_id, required_string(*item, "call_id", type));
       LLAISYS_ASSIGN_OR_RETURN(std::string name, required_string(*item, "name", type));
@@ -194,8 +242,8 @@ Result<json::array> input_messages(const json::object& body) {
                         {"type", "function"},
                         {"function", json::object{{"name", name}, {"arguments", arguments}}}};
       json::object* last = messages.size() > first_input ? &messages.back().as_object() : nullptr;
-      if (last == nullptr || last->at("role") != "assistant") {
-        messages.push_back(json::object{{"role", "assistant"}, {"content", nullptr}});
+      if (last == nullptr || last->at("role") != "assistant" || reasoning) {
+        assistant_turn(json::object{{"role", "assistant"}, {"content", nullptr}});
         last = &messages.back().as_object();
       }
       json::value& calls = (*last)["tool_calls"];
@@ -206,14 +254,16 @@ Result<json::array> input_messages(const json::object& body) {
       const json::value* output = item->if_contains("output");
       if (output == nullptr) return bad_field("input", "function_call_output items with an 'output'");
       LLAISYS_ASSIGN_OR_RETURN(std::string text, content_text(*output, "input"));
+      flush_reasoning();
       messages.push_back(json::object{{"role", "tool"}, {"tool_call_id", call_id}, {"content", std::move(text)}});
     } else {
       return make_error(ErrorCode::invalid_argument,
-                        "'input' item type '{}' is not supported: only message, function_call and "
+                        "'input' item type '{}' is not supported: only message, reasoning, function_call and "
                         "function_call_output are",
                         type.substr(0, 40));
     }
   }
+  flush_reasoning();
   return messages;
 }
 
@@ -354,6 +404,10 @@ Result<ParsedResponses> parse_responses_request(const json::object& body, const 
   settings["parallel_tool_calls"] = parallel.value_or(true);
   for (const char* key : {"temperature", "top_p", "stream"}) {
     if (present(body, key)) chat[key] = body.at(key);
+  }
+  if (const json::value* reasoning = body.if_contains("reasoning"); reasoning != nullptr && reasoning->is_object()) {
+    const json::value* effort = reasoning->as_object().if_contains("effort");
+    if (effort != nullptr && effort->is_string()) chat["reasoning_effort"] = *effort;  // "none" (checked above)
   }
   json::object text;
   LLAISYS_ASSIGN_OR_RETURN(json::value format, response_format(body, text));

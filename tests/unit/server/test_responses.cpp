@@ -80,8 +80,8 @@ struct Run {
 
 Run run(const std::vector<RequestOutput>& outputs, bool tools) {
   const json::object settings{{"tools", json::array()}, {"tool_choice", "auto"}};
-  ResponsesWriter streamed(settings, tools, {"resp_1", 100, "m"});
-  ResponsesWriter whole(settings, tools, {"resp_1", 100, "m"});
+  ResponsesWriter streamed(settings, tools, std::nullopt, {"resp_1", 100, "m"});
+  ResponsesWriter whole(settings, tools, std::nullopt, {"resp_1", 100, "m"});
   std::string sse = streamed.stream_start();
   for (const RequestOutput& o : outputs) {
     sse += streamed.stream_events(o);
@@ -231,7 +231,7 @@ TEST_CASE("responses: what llaisys does not do is refused with a 400 naming the 
     CHECK(e.message.find(c.param) != std::string::npos);
   }
   // Input items and content parts of other kinds.
-  for (const std::string input : {R"([{"type":"reasoning","summary":[]}])", R"([{"type":"item_reference","id":"x"}])",
+  for (const std::string input : {R"([{"type":"reasoning","content":"x"}])", R"([{"type":"item_reference","id":"x"}])",
                                   R"([{"role":"user","content":[{"type":"input_image","image_url":"x"}]}])",
                                   R"([{"role":"user","content":[{"type":"input_file","file_id":"x"}]}])",
                                   R"([{"type":"function_call_output","call_id":"c","output":[{"type":"input_image"}]}])",
@@ -243,6 +243,12 @@ TEST_CASE("responses: what llaisys does not do is refused with a 400 naming the 
   }
   // openai-node's ResponsesToolRunner asks for encrypted reasoning on every request: there is none.
   CHECK(outcome(R"({"model":"m","input":"hi","include":["reasoning.encrypted_content"]})").status == 200);
+  // A reasoning item without text (another server's, summary off) carries nothing to the prompt.
+  auto empty_reasoning = parse_responses(R"({"model":"m","input":[{"type":"reasoning","summary":[]},{"role":"user","content":"hi"}]})");
+  auto plain = parse_responses(R"({"model":"m","input":"hi"})");
+  REQUIRE(empty_reasoning.ok());
+  REQUIRE(plain.ok());
+  CHECK(empty_reasoning->generate.request.prompt_ids == plain->generate.request.prompt_ids);
   CHECK(outcome(R"({"model":"m","input":"hi","include":[],"reasoning":{"effort":"none"},"truncation":"disabled",
     "store":false,"service_tier":"auto","safety_identifier":"s","prompt_cache_key":"k","background":false,
     "previous_response_id":null,"text":{"verbosity":"medium"}})").status == 200);
@@ -348,7 +354,7 @@ TEST_CASE("responses: a cut output is incomplete with reason max_output_tokens")
 }
 
 TEST_CASE("responses: an engine failure ends the stream with an error event") {
-  ResponsesWriter writer({}, false, {"resp_1", 1, "m"});
+  ResponsesWriter writer({}, false, std::nullopt, {"resp_1", 1, "m"});
   std::string sse = writer.stream_start();
   sse += writer.stream_events(output({delta("a")}, false));
   ChoiceDelta failed = delta("", FinishReason::error);

@@ -79,6 +79,26 @@ TEST_CASE("all 17 templates x 6 conversations render as Jinja2 does, errors incl
   CHECK(failures == 0);
 }
 
+TEST_CASE("Qwen3's template renders as Jinja2 does: enable_thinking, reasoning_content, tool loops") {
+  // chat-templates/qwen3/expected.json: rendered by render.py beside it with Python's Jinja2.
+  const std::filesystem::path dir = data_dir() / "chat-templates" / "qwen3";
+  const json::value expected = read_json(dir / "expected.json");
+  auto tmpl = ChatTemplate::from_string(read_text(dir / std::string(expected.at("template").as_string())), "",
+                                        "<|im_end|>");
+  REQUIRE(tmpl.ok());
+  const json::object& cases = expected.at("cases").as_object();
+  REQUIRE(cases.size() == 6);
+  for (const auto& [name, want] : expected.at("expected").as_object()) {
+    INFO(std::string(name));
+    const json::object& c = cases.at(name).as_object();
+    ChatRenderOptions options = options_for(c);
+    if (const json::value* kwargs = c.if_contains("kwargs")) options.extra_context = kwargs->as_object();
+    auto got = tmpl->render(c.at("messages"), options);
+    REQUIRE(got.ok());
+    CHECK(got.value() == std::string(want.as_string()));
+  }
+}
+
 TEST_CASE("the Qwen2 tokenizer_config.json template renders and tokenizes") {
   auto tmpl = ChatTemplate::from_model_dir(qwen2_dir());
   REQUIRE(tmpl.ok());
