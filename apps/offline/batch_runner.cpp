@@ -34,10 +34,19 @@ json::array logprobs_json(const std::vector<TokenLogprob>& logprobs) {
   return entries;
 }
 
-json::object choice_json(const ChoiceResult& choice, bool with_text) {
+json::object choice_json(const ChoiceResult& choice, bool with_text,
+                         const std::optional<app::ReasoningOptions>& reasoning) {
   json::object object;
   object["output_ids"] = json::value_from(choice.output_ids);
-  if (with_text) object["text"] = choice.text;
+  if (with_text && reasoning) {
+    app::ReasoningParser parser(*reasoning);
+    app::ReasoningSplit split = parser.feed(choice.text);
+    split.append(parser.finish());
+    object["text"] = std::move(split.content);
+    object["reasoning"] = parser.saw_reasoning() ? json::value(split.reasoning) : json::value(nullptr);
+  } else if (with_text) {
+    object["text"] = choice.text;
+  }
   object["finish_reason"] = to_string(choice.finish_reason);
   if (!choice.finish_detail.empty()) object["finish_detail"] = choice.finish_detail;
   if (!choice.logprobs.empty()) object["logprobs"] = logprobs_json(choice.logprobs);
@@ -62,12 +71,12 @@ json::value result_json(const BatchJob& job, const JobResult& result, bool with_
   json::object object;
   object["id"] = job.id;
   object["prompt_ids"] = json::value_from(job.request->prompt_ids);
-  const json::object first = choice_json(result.choices.front(), with_text);
+  const json::object first = choice_json(result.choices.front(), with_text, job.reasoning);
   for (const auto& [key, value] : first) object[key] = value;
   if (result.choices.size() > 1) {
     json::array choices;
     for (std::size_t c = 0; c < result.choices.size(); ++c) {
-      json::object choice = choice_json(result.choices[c], with_text);
+      json::object choice = choice_json(result.choices[c], with_text, job.reasoning);
       choice["index"] = c;
       choices.push_back(std::move(choice));
     }

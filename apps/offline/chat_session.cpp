@@ -53,7 +53,15 @@ Result<std::vector<ChatMessage>> parse_messages(const json::value& conversation)
     if (name == "system" && index != 0) {
       return make_error(ErrorCode::invalid_argument, "message {}: a system message may only come first", index);
     }
-    messages.push_back({std::string(name), std::string(content->as_string())});
+    std::string reasoning;
+    if (const json::value* r = message->if_contains("reasoning_content"); r != nullptr && !r->is_null()) {
+      if (!r->is_string() || name != "assistant") {
+        return make_error(ErrorCode::invalid_argument, "message {}: reasoning_content must be an assistant's string",
+                          index);
+      }
+      reasoning = r->as_string();
+    }
+    messages.push_back({std::string(name), std::string(content->as_string()), std::move(reasoning)});
   }
   return messages;
 }
@@ -62,7 +70,11 @@ Result<std::vector<ChatMessage>> parse_messages(const json::value& conversation)
 json::array to_json(const std::string& system, const std::vector<ChatMessage>& messages) {
   json::array array;
   if (!system.empty()) array.push_back(json::object{{"role", "system"}, {"content", system}});
-  for (const ChatMessage& m : messages) array.push_back(json::object{{"role", m.role}, {"content", m.content}});
+  for (const ChatMessage& m : messages) {
+    json::object message{{"role", m.role}, {"content", m.content}};
+    if (!m.reasoning.empty()) message["reasoning_content"] = m.reasoning;
+    array.push_back(std::move(message));
+  }
   return array;
 }
 
@@ -150,6 +162,27 @@ Result<TurnResult> ChatSession::send(std::string user_text, const TurnCallbacks&
   GenerateRequest request{.prompt_ids = prompt.ids, .sampling = settings_.sampling};
   request.stop.max_tokens = settings_.max_tokens;
   LLAISYS_ASSIGN_OR_RETURN(RequestId id, engine_.submit(std::move(request)));
+  std::optional<app::ReasoningParser> reasoning;
+  if (settings_.reasoning == app::ReasoningFormat::deepseek) {
+    reasoning.emplace(app::ReasoningOptions{.start = app::reasoning_start(prompt.text),
+                                            .close_token = tokenizer_.token_id(app::kThinkClose)});
+  }
+  // Each delta's text, split off the think block when the model reasons.
+  auto take_text = [&](std::string_view text, bool last) {
+    app::ReasoningSplit split{.reasoning = {}, .content = std::string(text)};
+    if (reasoning) {
+      split = reasoning->feed(text);
+      if (last) split.append(reasoning->finish());
+    }
+    if (!split.reasoning.empty()) {
+      result.reasoning += split.reasoning;
+      if (callbacks.on_reasoning) callbacks.on_reasoning(split.reasoning);
+    }
+    if (!split.content.empty()) {
+      result.text += split.content;
+      if (callbacks.on_text) callbacks.on_text(split.content);
+    }
+  };
 
   std::vector<TokenId> output_ids;
   std::optional<RequestOutput> last;
@@ -175,10 +208,7 @@ Result<TurnResult> ChatSession::send(std::string user_text, const TurnCallbacks&
       }
       for (ChoiceDelta& delta : output.choices) {
         output_ids.insert(output_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
-        if (!delta.text.empty()) {
-          result.text += delta.text;
-          if (callbacks.on_text) callbacks.on_text(delta.text);
-        }
+        take_text(delta.text, delta.finish_reason.has_value());
         if (delta.finish_reason) {
           result.stats.finish_reason = *delta.finish_reason;
           result.finish_detail = delta.finish_detail;
@@ -205,10 +235,10 @@ Result<TurnResult> ChatSession::send(std::string user_text, const TurnCallbacks&
   totals_.dropped_turns += result.dropped_turns;
   add_to(totals_.sum, stats);
 
-  if (result.stats.finish_reason == FinishReason::abort && result.text.empty()) {
+  if (result.stats.finish_reason == FinishReason::abort && result.text.empty() && result.reasoning.empty()) {
     return result;  // stopped before saying anything: the turn is forgotten, the conversation unchanged
   }
-  messages.push_back({"assistant", result.text});
+  messages.push_back({"assistant", result.text, result.reasoning});
   messages_ = std::move(messages);
   // What the engine now holds for this conversation, and the text it stands for. Ids that do not
   // decode (beyond the tokenizer's vocabulary) only mean the next turn encodes afresh.

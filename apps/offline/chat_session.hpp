@@ -22,6 +22,11 @@
 //  - A turn that fails (template error, refused message, engine error) leaves the conversation as
 //    it was. A stopped turn (should_stop) keeps the partial answer as the assistant message; one
 //    stopped before any text is dropped with its user message.
+//  - Reasoning models (ChatSettings::reasoning deepseek): the answer's think block is split off as it
+//    streams (app::ReasoningParser; on_reasoning gets it, on_text the rest) and kept as the assistant
+//    message's reasoning_content, which the template may render back or drop (Qwen3 drops it for
+//    turns before the last user message: the next turn's prompt then has no reasoning in it, and the
+//    carried ids give way to a fresh encoding).
 //  - Not thread-safe; the engine must not run other requests meanwhile.
 
 #include <cstdint>
@@ -37,17 +42,20 @@
 #include "llaisys/engine/llm_engine.hpp"
 #include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
+#include "reasoning.hpp"
 
 namespace llaisys::offline {
 
 struct ChatSettings {
   SamplingParams sampling;
   std::optional<int32_t> max_tokens;  // per answer; unset: until EOS or the end of the context
+  app::ReasoningFormat reasoning = app::ReasoningFormat::none;
 };
 
 struct ChatMessage {
   std::string role;  // system, user or assistant
   std::string content;
+  std::string reasoning;  // assistant: its think block (reasoning_content to the template when set)
 };
 
 // One turn's tokens and times (the engine's usage and RequestTimes of its request).
@@ -74,7 +82,8 @@ struct ChatTotals {
 };
 
 struct TurnResult {
-  std::string text;               // the whole answer, as streamed
+  std::string text;               // the whole answer, as streamed (without the think block)
+  std::string reasoning;          // the think block's text (reasoning models)
   std::string finish_detail;      // stats.finish_reason says how it ended
   TurnStats stats;
   int32_t dropped_turns = 0;      // dropped before this turn
@@ -82,6 +91,7 @@ struct TurnResult {
 
 struct TurnCallbacks {
   std::function<void(std::string_view)> on_text;    // each new piece of the answer (complete UTF-8)
+  std::function<void(std::string_view)> on_reasoning;  // each new piece of the think block
   std::function<void(std::string_view)> on_notice;  // one-line notices (turns dropped)
   std::function<bool()> should_stop;                // polled between engine steps; true stops the answer
 };
@@ -100,10 +110,11 @@ class ChatSession {
   void set_system_prompt(std::string text);
   const std::string& system_prompt() const { return system_prompt_; }
 
-  // The conversation as OpenAI-style messages, the system prompt first when set.
+  // The conversation as OpenAI-style messages, the system prompt first when set (assistant messages
+  // with reasoning_content when they had a think block).
   boost::json::array messages() const;
   // Replaces the conversation: an array of {role, content} (system, user, assistant; content a
-  // string), or an object with such a "messages" array. A system message is accepted first only.
+  // string; an assistant's string reasoning_content is kept), or an object with such a "messages" array. A system message is accepted first only.
   // The messages are rendered once to report template errors now rather than at the next turn.
   Status load(const boost::json::value& conversation);
 

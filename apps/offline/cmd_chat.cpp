@@ -5,7 +5,9 @@
 // Otherwise (a pipe, a file): one user message per input line, one answer per turn on standard
 // output followed by a newline, nothing else there. Either way, lines starting with '/' are
 // commands (/help lists them; '//' sends a message starting with '/'), and notices, statistics
-// and errors go to standard error, never into an answer.
+// and errors go to standard error, never into an answer. A reasoning model's think block is shown
+// dimmed before the answer on a terminal, on standard error otherwise (so a pipe still reads one
+// answer per line); /think hide and /think show switch it.
 
 #include <unistd.h>
 
@@ -40,6 +42,7 @@ struct ChatCommandOptions {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   bool show_stats = false;  // a stats line on standard error after every answer
+  std::string reasoning_format = "auto";
   app::EngineOptions engine;
 };
 
@@ -51,6 +54,7 @@ constexpr std::string_view kHelp =
     "  /stats          tokens (prompt, cached, new) and prefill/decode speed, last turn and in total\n"
     "  /save FILE      write the conversation as JSON messages ({\"messages\": [...]})\n"
     "  /load FILE      replace the conversation with one written by /save (or any messages array)\n"
+    "  /think hide|show  hide or show a reasoning model's thinking (shown dimmed by default)\n"
     "  /quit           leave (Ctrl-D too)\n"
     "  //TEXT          send a message that starts with '/'\n"
     "Ctrl-C stops an answer; the conversation keeps what was said.\n";
@@ -159,17 +163,37 @@ class ChatLoop {
 
   void turn(std::string text) {
     SigintWatch sigint;
+    bool thinking = false;  // the dimmed think block is open on the terminal
+    const auto end_thinking = [&] {
+      if (!thinking) return;
+      thinking = false;
+      std::fputs(safe_stdout_ ? "\x1b[22m\n\n" : "\n", safe_stdout_ ? stdout : stderr);
+    };
     const TurnCallbacks callbacks{
         .on_text =
-            [this](std::string_view piece) {
+            [&, this](std::string_view piece) {
+              end_thinking();
               const std::string shown = safe_stdout_ ? terminal_safe(piece) : std::string(piece);
               std::fwrite(shown.data(), 1, shown.size(), stdout);
               std::fflush(stdout);
+            },
+        .on_reasoning =
+            [&, this](std::string_view piece) {
+              if (!show_thinking_) return;
+              // A terminal gets it dimmed before the answer; otherwise standard error takes it, so
+              // that standard output stays one answer per line.
+              std::FILE* out = safe_stdout_ ? stdout : stderr;
+              if (!thinking) std::fputs(safe_stdout_ ? "\x1b[2m" : "[thinking] ", out);
+              thinking = true;
+              const std::string shown = safe_stdout_ ? terminal_safe(piece) : std::string(piece);
+              std::fwrite(shown.data(), 1, shown.size(), out);
+              std::fflush(out);
             },
         .on_notice = [](std::string_view line) { notice(line); },
         .should_stop = [&sigint] { return sigint.triggered(); },
     };
     Result<TurnResult> result = session_.send(std::move(text), callbacks);
+    end_thinking();
     if (!result.ok()) {
       if (!interactive_) std::fputs("\n", stdout);  // still one answer line per turn
       std::fflush(stdout);
@@ -180,7 +204,7 @@ class ChatLoop {
     std::fflush(stdout);
     const TurnStats& stats = result->stats;
     if (stats.finish_reason == FinishReason::abort) {
-      notice(result->text.empty() ? "stopped before the answer began; the message was not kept"
+      notice(result->text.empty() && result->reasoning.empty() ? "stopped before the answer began; the message was not kept"
                                   : "answer stopped; the conversation keeps what was said");
     } else if (stats.finish_reason == FinishReason::length && !result->finish_detail.empty()) {
       notice(fmt::format("answer cut: {}", result->finish_detail));
@@ -213,6 +237,12 @@ class ChatLoop {
         session_.set_system_prompt(argument == "-" ? "" : valid_utf8(argument));
         notice(argument == "-" ? "system prompt removed" : "system prompt set");
       }
+    } else if (name == "/think") {
+      if (argument != "hide" && argument != "show") {
+        return fail(make_error(ErrorCode::invalid_argument, "/think takes hide or show"));
+      }
+      show_thinking_ = argument == "show";
+      notice(show_thinking_ ? "thinking shown" : "thinking hidden");
     } else if (name == "/stats") {
       fmt::print(stderr, "{}", format_stats(session_));
     } else if (name == "/save" || name == "/load") {
@@ -239,6 +269,7 @@ class ChatLoop {
   const bool safe_stdout_;  // standard output is a terminal: escape control characters
   bool quit_ = false;
   bool failed_ = false;
+  bool show_thinking_ = true;
 };
 
 int run_chat(const CommonOptions& common, const ChatCommandOptions& options) {
@@ -257,6 +288,8 @@ int run_chat(const CommonOptions& common, const ChatCommandOptions& options) {
                                                   .engine = options.engine});
   if (!served.ok()) return fail(served.status());
   if (!served->tokenizer || !served->chat_template) return fail(served->chat_template_status);
+  auto reasoning = app::parse_reasoning_format(options.reasoning_format, "--reasoning-format");
+  if (!reasoning.ok()) return fail(reasoning.status());
 
   ChatSettings settings{.sampling = {.temperature = options.temperature,
                                      .top_k = options.top_k,
@@ -265,7 +298,9 @@ int run_chat(const CommonOptions& common, const ChatCommandOptions& options) {
                                      .repetition_penalty = options.repetition_penalty,
                                      .presence_penalty = options.presence_penalty,
                                      .frequency_penalty = options.frequency_penalty},
-                        .max_tokens = options.max_tokens};
+                        .max_tokens = options.max_tokens,
+                        .reasoning = reasoning->value_or(app::detect_reasoning_format(&*served->chat_template,
+                                                                                      served->tokenizer.get()))};
   if (Status valid = settings.sampling.validate(served->info.vocab_size); !valid.ok()) return fail(valid);
   ChatSession session(*served->engine, *served->tokenizer, *served->chat_template, std::move(settings));
   session.set_system_prompt(valid_utf8(options.system_prompt));
@@ -306,6 +341,9 @@ void add_chat_command(CLI::App& app, const CommonOptions& common, int& exit_code
   cmd->add_option("--presence-penalty", options->presence_penalty, "(0: off)")->capture_default_str();
   cmd->add_option("--frequency-penalty", options->frequency_penalty, "(0: off)")->capture_default_str();
   cmd->add_flag("--stats", options->show_stats, "print each turn's tokens and speed on standard error");
+  cmd->add_option("--reasoning-format", options->reasoning_format,
+                  "auto (a model whose template or vocabulary has <think> reasons), deepseek, or none (the raw text)")
+      ->capture_default_str();
   app::add_engine_options(*cmd, options->engine);
   cmd->callback([&common, &exit_code, options] { exit_code = run_chat(common, *options); });
 }

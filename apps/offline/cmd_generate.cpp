@@ -4,7 +4,8 @@
 //  - JSON Lines (default, or a file not ending in .txt): one object per line with one prompt source,
 //      "prompt_ids": [int, ...]   token ids
 //      "prompt": "text"           encoded with the model's tokenizer
-//      "messages": [{"role", "content"}, ...]   rendered with the model's chat template
+//      "messages": [{"role", "content"}, ...]   rendered with the model's chat template (with the
+//                                               line's "chat_template_kwargs" object as variables)
 //    and optional fields: "id" (echoed), "max_tokens" (default --max-tokens), "min_tokens", "n",
 //    "temperature" (default --temperature), "top_p", "top_k", "min_p", "seed", "presence_penalty",
 //    "frequency_penalty", "repetition_penalty", "stop" (string or list), "stop_token_ids",
@@ -14,6 +15,8 @@
 //    "guided_grammar" (GBNF), "structured_outputs" (apps/common/structured_output.hpp).
 //  - .txt (or --format txt): one prompt text per line (blank lines skipped), id = line number; with
 //    --chat each line is one user message, rendered with the chat template.
+// Chat prompts of a reasoning model (--reasoning-format, reasoning.hpp) get their answer's think
+// block apart: "reasoning" beside "text" in the output.
 // Output: see batch_runner.hpp. Progress and the summary go to standard error.
 
 #include <unistd.h>
@@ -35,6 +38,7 @@
 #include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
 #include "progress.hpp"
+#include "reasoning.hpp"
 #include "request_fields.hpp"
 #include "served_model.hpp"
 #include "structured_output.hpp"
@@ -53,6 +57,7 @@ struct GenerateOptions {
   std::string progress = "auto";  // auto, bar, lines, off
   bool chat = false;               // .txt lines are user messages
   int32_t top_logits = 0;          // debugging: print the K largest raw logits of each step
+  std::string reasoning_format = "auto";
 };
 
 // Everything a line may need besides its own fields.
@@ -63,6 +68,7 @@ struct ParseContext {
   const std::optional<text::ChatTemplate>& chat_template;
   const Status& chat_template_status;  // why there is none
   grammar::GrammarCompiler* grammars;  // null without a tokenizer
+  app::ReasoningFormat reasoning_format;
 };
 
 // Field readers shared with llaisys-server (apps/common/request_fields.hpp).
@@ -79,15 +85,27 @@ Result<std::vector<TokenId>> encode(const ParseContext& context, std::string_vie
 }
 
 // Chat messages through the model's chat template, then the tokenizer (the template writes the
-// special tokens itself, so none are added).
-Result<std::vector<TokenId>> render_chat(const ParseContext& context, const json::value& messages) {
+// special tokens itself, so none are added). Sets `reasoning` for a reasoning model.
+Result<std::vector<TokenId>> render_chat(const ParseContext& context, const json::value& messages,
+                                         const json::value* template_kwargs,
+                                         std::optional<app::ReasoningOptions>& reasoning) {
   if (!messages.is_array() || messages.as_array().empty()) return bad_field("messages", "a non-empty array");
   if (!context.chat_template) return context.chat_template_status;
-  LLAISYS_ASSIGN_OR_RETURN(std::string text, context.chat_template->render(messages, {.add_generation_prompt = true}));
+  text::ChatRenderOptions options{.add_generation_prompt = true};
+  if (template_kwargs != nullptr && !template_kwargs->is_null()) {
+    if (!template_kwargs->is_object()) return bad_field("chat_template_kwargs", "an object of template variables");
+    options.extra_context = template_kwargs->as_object();
+  }
+  LLAISYS_ASSIGN_OR_RETURN(std::string text, context.chat_template->render(messages, options));
+  if (context.reasoning_format == app::ReasoningFormat::deepseek) {
+    reasoning = app::ReasoningOptions{.start = app::reasoning_start(text),
+                                      .close_token = context.tokenizer->token_id(app::kThinkClose)};
+  }
   return context.tokenizer->encode(text, /*add_special_tokens=*/false);
 }
 
-Result<std::vector<TokenId>> parse_prompt(const json::object& object, const ParseContext& context) {
+Result<std::vector<TokenId>> parse_prompt(const json::object& object, const ParseContext& context,
+                                          std::optional<app::ReasoningOptions>& reasoning) {
   const json::value* ids = object.if_contains("prompt_ids");
   const json::value* prompt = object.if_contains("prompt");
   const json::value* messages = object.if_contains("messages");
@@ -99,7 +117,7 @@ Result<std::vector<TokenId>> parse_prompt(const json::object& object, const Pars
     if (!prompt->is_string()) return bad_field("prompt", "a string");
     return encode(context, prompt->as_string());
   }
-  return render_chat(context, *messages);
+  return render_chat(context, *messages, object.if_contains("chat_template_kwargs"), reasoning);
 }
 
 Status parse_sampling(const json::object& object, SamplingParams& sampling) {
@@ -154,13 +172,14 @@ Status parse_stop(const json::object& object, const ParseContext& context, StopC
   return Status();
 }
 
-Result<GenerateRequest> parse_job(const json::value& line, const ParseContext& context) {
+Result<GenerateRequest> parse_job(const json::value& line, const ParseContext& context,
+                                  std::optional<app::ReasoningOptions>& reasoning) {
   const json::object* object = line.if_object();
   if (object == nullptr) return Status(ErrorCode::invalid_argument, "each line must be a JSON object");
   GenerateRequest request;
   request.sampling.temperature = context.options.default_temperature;
   request.sampling.num_top_logits = context.options.top_logits;
-  LLAISYS_ASSIGN_OR_RETURN(request.prompt_ids, parse_prompt(*object, context));
+  LLAISYS_ASSIGN_OR_RETURN(request.prompt_ids, parse_prompt(*object, context, reasoning));
   LLAISYS_RETURN_IF_ERROR(parse_sampling(*object, request.sampling));
   LLAISYS_RETURN_IF_ERROR(parse_stop(*object, context, request.stop));
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> n, int_field(*object, "n"));
@@ -189,7 +208,7 @@ Result<std::vector<BatchJob>> read_jsonl(const ParseContext& context) {
       if (const json::object* object = line->value->if_object()) {
         if (const json::value* id = object->if_contains("id")) job.id = *id;
       }
-      job.request = parse_job(line->value.value(), context);
+      job.request = parse_job(line->value.value(), context, job.reasoning);
       if (!job.request.ok()) job.request = Status(job.request.status()).with_context(fmt::format("line {}", job.line_number));
     }
     jobs.push_back(std::move(job));
@@ -218,7 +237,8 @@ Result<std::vector<BatchJob>> read_txt(const ParseContext& context) {
     request.stop.max_tokens = context.options.default_max_tokens;
     Result<std::vector<TokenId>> ids =
         context.options.chat
-            ? render_chat(context, json::array{json::object{{"role", "user"}, {"content", text}}})
+            ? render_chat(context, json::array{json::object{{"role", "user"}, {"content", text}}}, nullptr,
+                          job.reasoning)
             : encode(context, text);
     if (ids.ok()) {
       request.prompt_ids = std::move(ids).value();
@@ -251,13 +271,18 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
   const std::optional<text::ChatTemplate>& chat_template = served->chat_template;
   const Status& chat_template_status = served->chat_template_status;
   auto& engine = served->engine;
+  auto reasoning = app::parse_reasoning_format(options.reasoning_format, "--reasoning-format");
+  if (!reasoning.ok()) return fail(reasoning.status());
+  const app::ReasoningFormat reasoning_format = reasoning->value_or(
+      app::detect_reasoning_format(chat_template ? &*chat_template : nullptr, tokenizer.get()));
 
   const ParseContext context{.options = options,
                              .info = info,
                              .tokenizer = tokenizer,
                              .chat_template = chat_template,
                              .chat_template_status = chat_template_status,
-                             .grammars = served->grammars.get()};
+                             .grammars = served->grammars.get(),
+                             .reasoning_format = reasoning_format};
   const bool txt = options.format == "txt" ||
                    (options.format == "auto" && std::filesystem::path(options.input).extension() == ".txt");
   Result<std::vector<BatchJob>> jobs = txt ? read_txt(context) : read_jsonl(context);
@@ -274,8 +299,8 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
   const BatchTotals totals = run_batch(*engine, *jobs, stdout, progress);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print(stderr, "{}", format_summary(totals, engine->stats(), seconds));
-  fmt::print(stderr, "  model: {} ({}), chat template: {}\n", options.model_dir.string(), info.architecture,
-             served->chat_template_source);
+  fmt::print(stderr, "  model: {} ({}), chat template: {}, reasoning: {}\n", options.model_dir.string(),
+             info.architecture, served->chat_template_source, app::to_string(reasoning_format));
   return totals.num_failed == 0 ? 0 : 1;
 }
 
@@ -294,6 +319,10 @@ void add_generate_command(CLI::App& app, const CommonOptions& common, int& exit_
                   "debugging: add the K largest raw logits of every generated step to each result ('top_logits')")
       ->check(CLI::Range(0, 1000));
   cmd->add_flag("--chat", options->chat, ".txt lines are user messages, rendered with the chat template");
+  cmd->add_option("--reasoning-format", options->reasoning_format,
+                  "chat prompts: auto (a model whose template or vocabulary has <think> reasons), deepseek (the "
+                  "answer's leading think block goes to 'reasoning'), or none")
+      ->capture_default_str();
   cmd->add_option("--progress", options->progress, "auto (bar on a terminal), bar, lines or off")
       ->capture_default_str()->check(CLI::IsMember({"auto", "bar", "lines", "off"}));
   cmd->callback([&common, &exit_code, options] { exit_code = run_generate(common, *options); });

@@ -5,7 +5,7 @@
 //   tokenize:   {"text": str, "add_special_tokens"?: bool}                 -> {"ids": [int]}
 //   detokenize: {"ids": [int], "skip_special_tokens"?: bool (default true)} -> {"text": str}
 //   render:     {"messages": [...], "tools"?: [...], "add_generation_prompt"?: bool (default true),
-//                + any extra template variables under "context"?: {...}}    -> {"text": str, "ids": [int]}
+//                + any extra template variables under "chat_template_kwargs"?: {...}}    -> {"text": str, "ids": [int]}
 // An "id" field in the input is copied to the output.
 
 #include <functional>
@@ -132,9 +132,9 @@ int run_render(const TextOptions& options) {
       render_options.tools = *tools;
     }
     LLAISYS_ASSIGN_OR_RETURN(render_options.add_generation_prompt, optional_bool(line, "add_generation_prompt", true));
-    if (const json::value* context = line.if_contains("context")) {
-      if (!context->is_object()) return Status(ErrorCode::invalid_argument, "'context' must be an object");
-      render_options.extra_context = context->get_object();
+    if (const json::value* kwargs = line.if_contains("chat_template_kwargs")) {  // the server's name
+      if (!kwargs->is_object()) return Status(ErrorCode::invalid_argument, "'chat_template_kwargs' must be an object");
+      render_options.extra_context = kwargs->get_object();
     }
     LLAISYS_ASSIGN_OR_RETURN(std::string rendered, chat_template->render(*messages, render_options));
     LLAISYS_ASSIGN_OR_RETURN(std::vector<TokenId> ids, tokenizer.value()->encode(rendered));
