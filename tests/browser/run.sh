@@ -9,7 +9,8 @@
 # Screenshots (desktop and phone width) and the server log go to BUILD_DIR/test-artifacts/browser/.
 # With LLAISYS_SERVER_URL already set, no server is started: the specs run against that server,
 # which must serve the models named by LLAISYS_TEST_QWEN2_MODEL and LLAISYS_TEST_MOCK_MODEL (and
-# LLAISYS_API_KEY, LLAISYS_TEST_MOCK_CONTEXT, LLAISYS_TEST_CAPACITY as below when they differ).
+# LLAISYS_API_KEY, LLAISYS_TEST_MOCK_CONTEXT, LLAISYS_TEST_CAPACITY as below when they differ; the
+# mock answering LLAISYS_TEST_THINK_PROMPT with a <think> block, split off as reasoning_content).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$(cd "${1:?usage: tests/browser/run.sh BUILD_DIR [node --test args]}" && pwd)
@@ -47,7 +48,7 @@ trap cleanup EXIT
 
 if [ -z "${LLAISYS_SERVER_URL:-}" ]; then
   bin=$build/bin
-  for program in llaisys-server llaisys-mkmodel; do
+  for program in llaisys-server llaisys-mkmodel llaisys-offline; do
     if [ ! -x "$bin/$program" ]; then
       echo "browser tests: $bin/$program is not built" >&2
       exit 1
@@ -61,20 +62,28 @@ if [ -z "${LLAISYS_SERVER_URL:-}" ]; then
   # The two models. The tiny Qwen2 has random weights (its text is noise, which is all the UI
   # tests need); the mock model is slowed down per step and never stops early, so an answer can be
   # watched growing and stopped in the middle; its short context makes context_length easy to hit.
+  # Asked the thinking prompt, the mock answers the scripted reply instead: a <think> block, then
+  # the answer (the server, run with --reasoning-format deepseek, streams the block as
+  # reasoning_content). Both texts are tokenized here, with the tokenizer the mock shares.
   "$bin/llaisys-mkmodel" --shape tiny --seed 7 "$work/tiny-qwen2" >"$artifacts/mkmodel.log" 2>&1
   mkdir -p "$work/mock"
   cp "$work"/tiny-qwen2/tokenizer* "$work/mock/" 2>/dev/null || true
+  export LLAISYS_TEST_THINK_PROMPT="Think it through: what is the answer to everything?"
+  think_reply=$'<think>\nLet me think step by step about this. The question is the famous one from the book, where a great computer thought about it for a very long time. Its answer was a single number, so I will give that number and say where it comes from.\n</think>\n\nThe answer is **42**, as the computer Deep Thought found.'
+  node -e 'for (const text of process.argv.slice(1)) console.log(JSON.stringify({ text }))' "$LLAISYS_TEST_THINK_PROMPT" "$think_reply" \
+    | "$bin/llaisys-offline" tokenize --model "$work/tiny-qwen2" >"$work/think-ids.jsonl"
   node -e '
     const fs = require("fs");
-    const [tinyDir, mockDir] = process.argv.slice(1);
+    const [tinyDir, mockDir, idsFile] = process.argv.slice(1);
     const tiny = JSON.parse(fs.readFileSync(`${tinyDir}/config.json`, "utf8"));
+    const [prompt, reply] = fs.readFileSync(idsFile, "utf8").trim().split("\n").map((line) => JSON.parse(line).ids);
     fs.writeFileSync(`${mockDir}/config.json`, JSON.stringify({
       architectures: ["LlaisysMockForCausalLM"], model_type: "llaisys-mock",
       vocab_size: tiny.vocab_size, hidden_size: 64, max_position_embeddings: 1024,
       eos_token_id: tiny.eos_token_id, bos_token_id: tiny.bos_token_id,
-      mock: { delay_ms_per_step: 40, eos_period: 0 },
+      mock: { delay_ms_per_step: 40, eos_period: 0, replies: [{ when_prompt_contains: prompt, ids: reply }] },
     }, null, 2));
-  ' "$work/tiny-qwen2" "$work/mock"
+  ' "$work/tiny-qwen2" "$work/mock" "$work/think-ids.jsonl"
 
   port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
   api_key="browser-test-key-$RANDOM$RANDOM"
@@ -93,7 +102,8 @@ if [ -z "${LLAISYS_SERVER_URL:-}" ]; then
   #   - requires $api_key (Authorization: Bearer or x-api-key) on /v1/chat/completions and the other
   #     API routes (GET /health, GET /v1/models, GET /metrics and the web UI are public);
   #   - accepts $LLAISYS_TEST_CAPACITY = 2 running + 2 queued requests per model at once, answering
-  #     429 with Retry-After beyond that.
+  #     429 with Retry-After beyond that;
+  #   - sends a leading <think>...</think> block of an answer as reasoning_content.
   server_command=(
     "$bin/llaisys-server"
     --host 127.0.0.1 --port "$port"
@@ -101,6 +111,7 @@ if [ -z "${LLAISYS_SERVER_URL:-}" ]; then
     --model "mock=$work/mock"
     --api-key "$api_key"
     --max-running-requests 2 --max-queued-requests 2
+    --reasoning-format deepseek
   )
   # ==============================================================================================
 

@@ -1,7 +1,8 @@
 // The controller: owns the state, talks to the API, and tells the views what to show.
 // Views never change state themselves; they call back here.
-import { isAbort, listModels, streamChatCompletion, type ModelEntry, type Usage } from "./api/client";
+import { listModels, type ModelEntry } from "./api/client";
 import { ApiError, type ErrorAction } from "./api/errors";
+import { streamAnswer } from "./generation";
 import {
   appendUserMessage,
   buildChatRequestBody,
@@ -10,14 +11,20 @@ import {
   editUserMessage,
   findConversation,
   newId,
+  takeOtherTabState,
   touch,
   truncateForRegenerate,
 } from "./state/conversations";
 import { loadState, parseState, saveState, STORAGE_KEY } from "./state/storage";
-import type { AnswerStats, AppState, Conversation, GenerationSettings, Message } from "./state/types";
+import { describeImport, mergeImported } from "./state/transfer";
+import type { AppState, Conversation, GenerationSettings, Message } from "./state/types";
+import { exportToFile, readExportFile } from "./ui/chat-files";
 import { Composer } from "./ui/composer";
 import { h, isPhoneWidth } from "./ui/dom";
+import { HelpDialog } from "./ui/help-dialog";
+import { listenForShortcuts } from "./ui/keyboard";
 import { MessageList } from "./ui/messages";
+import { Panels } from "./ui/panels";
 import { SettingsPanel } from "./ui/settings-panel";
 import { Sidebar } from "./ui/sidebar";
 import { Topbar } from "./ui/topbar";
@@ -33,13 +40,14 @@ export class ChatApp {
   private state: AppState;
   private models: ModelEntry[] | null = null;
   private readonly generations = new Map<string, Generation>();
-  private readonly root: HTMLElement;
+  private readonly panels: Panels;
   private readonly notice: HTMLElement;
   private readonly sidebar: Sidebar;
   private readonly topbar: Topbar;
   private readonly messages: MessageList;
   private readonly composer: Composer;
   private readonly settings: SettingsPanel;
+  private readonly help = new HelpDialog();
   private renderScheduled = false;
   private saveTimer: number | null = null;
   private sidebarSignature = "";
@@ -56,47 +64,66 @@ export class ChatApp {
         onSelect: (id) => this.select(id),
         onRename: (id, title) => this.rename(id, title),
         onDelete: (id) => this.remove(id),
+        onExport: (id) => {
+          const outcome = exportToFile(this.state, id);
+          this.sidebar.showTransferMessage(outcome.kind, outcome.text);
+        },
+        onImport: (file) => void this.importChats(file),
         onApiKeyChange: (key) => {
           this.state.apiKey = key;
           this.scheduleSave();
         },
         onRetryServer: () => void this.loadModels(),
-        onClose: () => this.setPanel("sidebar", false),
+        onClose: () => this.panels.set("sidebar", false),
       },
       this.state.apiKey,
     );
     this.topbar = new Topbar({
-      onMenu: () => this.setPanel("sidebar", !this.root.classList.contains("sidebar-open")),
+      onMenu: () => this.panels.toggleSidebar(),
       onModelChange: (model) => this.changeModel(model),
-      onSettings: () => this.setPanel("settings", !this.root.classList.contains("settings-open")),
+      onSettings: () => this.panels.toggle("settings"),
     });
     this.messages = new MessageList({
       onEditSubmit: (id, text) => this.editAndRegenerate(id, text),
       onRegenerate: () => this.regenerate(),
       onErrorAction: (action) => this.onErrorAction(action),
     });
-    this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.stop() });
+    this.composer = new Composer({ onSend: (text) => this.send(text), onStop: () => this.stop(), onHelp: () => this.help.open() });
     this.settings = new SettingsPanel({
       onChange: (patch) => this.changeSettings(patch),
-      onClose: () => this.setPanel("settings", false),
+      onClose: () => this.panels.set("settings", false),
     });
     this.notice = h("div", { class: "notice", role: "status", "data-testid": "notice", hidden: true });
-    const backdrop = h("div", { class: "backdrop", "data-testid": "backdrop", "data-overlay": true, onclick: () => this.closePanels() });
-    this.root = h(
+    const backdrop = h("div", { class: "backdrop", "data-testid": "backdrop", "data-overlay": true, onclick: () => this.panels.closeAll() });
+    const root = h(
       "div",
       { class: "app" },
       this.sidebar.element,
       h("main", { class: "main" }, this.topbar.element, this.notice, this.messages.element, this.composer.element),
       this.settings.element,
       backdrop,
+      this.help.element,
     );
-    mount.replaceChildren(this.root);
+    this.panels = new Panels(root, () => {
+      // On a phone, focusing a field would pop the keyboard over the panel.
+      if (!isPhoneWidth()) this.settings.focusFirst();
+    });
+    mount.replaceChildren(root);
     if (loaded.problem !== null) this.showNotice(loaded.problem);
 
     if (findConversation(this.state, this.state.activeConversationId) === undefined) this.newChat();
     window.addEventListener("storage", (e) => this.onStorage(e));
-    window.addEventListener("keydown", (e) => {
-      if (e.key === "Escape") this.closePanels();
+    listenForShortcuts({
+      isComposer: (element) => this.composer.owns(element),
+      paused: () => this.help.isOpen,
+      closePanels: () => this.panels.closeAll(),
+      actions: {
+        "new-chat": () => this.newChat(),
+        "focus-composer": () => this.composer.focus(),
+        stop: () => this.stop(),
+        "toggle-sidebar": () => this.panels.toggleSidebar(),
+        help: () => this.help.open(),
+      },
     });
     window.addEventListener("pagehide", () => this.saveNow());
     this.render();
@@ -141,7 +168,7 @@ export class ChatApp {
   private newChat(): void {
     const current = this.active();
     if (current !== undefined && current.messages.length === 0) {
-      this.closePanels();
+      this.panels.closeAll();
       this.composer.focus();
       return;
     }
@@ -150,7 +177,7 @@ export class ChatApp {
     this.state.conversations.unshift(conversation);
     this.state.activeConversationId = conversation.id;
     this.saveNow();
-    this.closePanels();
+    this.panels.closeAll();
     this.render();
     this.composer.focus();
   }
@@ -159,7 +186,7 @@ export class ChatApp {
     if (findConversation(this.state, id) === undefined) return;
     this.state.activeConversationId = id;
     this.saveNow();
-    this.setPanel("sidebar", false);
+    this.panels.set("sidebar", false);
     this.render();
   }
 
@@ -245,53 +272,18 @@ export class ChatApp {
     this.render();
     if (conversation === this.active()) this.messages.scrollToBottom();
 
-    const startedAt = performance.now();
-    let firstAt: number | null = null;
-    let lastAt: number | null = null;
-    let deltas = 0;
-    const measured = (usage: Usage | null, approximate: boolean): AnswerStats => {
-      const completion = usage?.completionTokens ?? deltas;
-      const span = firstAt !== null && lastAt !== null ? (lastAt - firstAt) / 1000 : 0;
-      return {
-        promptTokens: usage?.promptTokens ?? null,
-        completionTokens: completion,
-        cachedTokens: usage?.cachedTokens ?? null,
-        tokensPerSecond: completion > 1 && span > 0 ? (completion - 1) / span : null,
-        timeToFirstTokenMs: firstAt !== null ? firstAt - startedAt : null,
-        approximate,
-      };
-    };
-    try {
-      const outcome = await streamChatCompletion({
-        apiKey: this.state.apiKey,
-        body: request.body,
-        signal: controller.signal,
-        onDelta: (text) => {
-          const now = performance.now();
-          firstAt ??= now;
-          lastAt = now;
-          deltas += 1;
-          answer.content += text;
-          this.scheduleRender();
-          this.scheduleSave(SAVE_INTERVAL_WHILE_STREAMING_MS);
-        },
-      });
-      answer.finishReason = outcome.finishReason;
-      answer.stats = measured(outcome.usage, outcome.usage === null);
-    } catch (e) {
-      if (isAbort(e)) {
-        answer.stopped = true;
-      } else if (e instanceof ApiError) {
-        answer.error = e.error;
-      } else {
-        answer.error = { kind: "server", status: null, message: `Unexpected error: ${String(e)}`, retryAfterSeconds: null };
-      }
-      if (deltas > 0) answer.stats = measured(null, true);
-    } finally {
-      this.generations.delete(conversation.id);
-      this.saveNow();
-      this.render();
-    }
+    await streamAnswer(answer, {
+      apiKey: this.state.apiKey,
+      body: request.body,
+      signal: controller.signal,
+      onUpdate: () => {
+        this.scheduleRender();
+        this.scheduleSave(SAVE_INTERVAL_WHILE_STREAMING_MS);
+      },
+    });
+    this.generations.delete(conversation.id);
+    this.saveNow();
+    this.render();
   }
 
   private onErrorAction(action: ErrorAction): void {
@@ -300,11 +292,11 @@ export class ChatApp {
         this.regenerate();
         return;
       case "api-key":
-        if (isPhoneWidth()) this.setPanel("sidebar", true);
+        if (isPhoneWidth()) this.panels.set("sidebar", true);
         this.sidebar.focusApiKey();
         return;
       case "settings":
-        this.setPanel("settings", true);
+        this.panels.set("settings", true);
         return;
       case "edit-last": {
         const c = this.active();
@@ -318,28 +310,28 @@ export class ChatApp {
     }
   }
 
-  // ---- panels -------------------------------------------------------------------------------
+  // ---- import -------------------------------------------------------------------------------
 
-  private setPanel(panel: "sidebar" | "settings", open: boolean): void {
-    this.root.classList.toggle(`${panel}-open`, open);
-    if (open && panel === "settings") {
-      this.root.classList.remove("sidebar-open");
-      // On a phone, focusing a field would pop the keyboard over the panel.
-      if (!isPhoneWidth()) this.settings.focusFirst();
+  // All or nothing: a file that does not validate changes nothing.
+  private async importChats(file: File): Promise<void> {
+    const parsed = await readExportFile(file);
+    if (!parsed.ok) {
+      this.sidebar.showTransferMessage("error", parsed.error);
+      return;
     }
-    if (open && panel === "sidebar") this.root.classList.remove("settings-open");
+    const result = mergeImported(this.state, parsed.conversations);
+    if (result.firstId !== null) this.state.activeConversationId = result.firstId;
+    this.saveNow();
+    this.render();
+    this.sidebar.showTransferMessage("ok", describeImport(result));
   }
 
-  private closePanels(): void {
-    this.root.classList.remove("sidebar-open", "settings-open");
-  }
+  // ---- rendering and saving -----------------------------------------------------------------
 
   private showNotice(text: string): void {
     this.notice.textContent = text;
     this.notice.hidden = false;
   }
-
-  // ---- rendering and saving -----------------------------------------------------------------
 
   private scheduleRender(): void {
     if (this.renderScheduled) return;
@@ -392,24 +384,12 @@ export class ChatApp {
     if (problem !== null) this.showNotice(problem);
   }
 
-  // Another tab changed the chats: take its state. The chats this tab is streaming answers into
-  // stay this tab's own objects (the streams write into them, and their saves carry them), so
-  // neither tab's work is lost: ignoring the other tab while streaming, as before, let this tab's
-  // next save erase what the other one had just written.
+  // Another tab changed the chats: take its state (keeping the chats this tab streams into).
   private onStorage(e: StorageEvent): void {
     if (e.key !== STORAGE_KEY || e.newValue === null) return;
     const next = parseState(e.newValue);
     if (next === null) return;
-    for (const id of this.generations.keys()) {
-      const mine = findConversation(this.state, id);
-      if (mine === undefined) continue;
-      const at = next.conversations.findIndex((c) => c.id === id);
-      if (at >= 0) next.conversations[at] = mine;
-      else next.conversations.unshift(mine);
-    }
-    const activeId = this.state.activeConversationId;
-    this.state = next;
-    if (findConversation(next, activeId) !== undefined) this.state.activeConversationId = activeId;
+    this.state = takeOtherTabState(this.state, next, this.generations.keys());
     this.render();
   }
 }

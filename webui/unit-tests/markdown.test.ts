@@ -41,7 +41,7 @@ test("raw HTML in the source never becomes a tag", () => {
 
 test("the escaped text keeps what was written", () => {
   assert.equal(renderMarkdown("<script>alert(1)</script>"), "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>\n");
-  assert.match(renderMarkdown("```js\n<b>x</b>\n```"), /<span class="code-lang">js<\/span>.*<pre><code>&lt;b&gt;x&lt;\/b&gt;\n<\/code><\/pre>/s);
+  assert.match(renderMarkdown("```js\n<b>x</b>\n```"), /<span class="code-lang">js<\/span>.*<pre><code data-lang="javascript">&lt;b&gt;x&lt;\/b&gt;\n<\/code><\/pre>/s);
 });
 
 test("javascript:, vbscript: and data: links are not made into links; others open in a new tab", () => {

@@ -63,6 +63,38 @@ test("the request carries the system prompt, the history and only the settings t
   assert.equal(buildChatRequestBody(c).ok, false);
 });
 
+test("an answer's reasoning is never sent back: later requests carry its content only", () => {
+  const c = chat();
+  c.messages[1]!.reasoning = "The user said first; answer one.";
+  const built = buildChatRequestBody(c);
+  assert.ok(built.ok);
+  const sent = built.body.messages as Record<string, unknown>[];
+  assert.deepEqual(sent[2], { role: "assistant", content: "answer one" });
+  assert.ok(!JSON.stringify(built.body).includes("The user said first"));
+  // An answer stopped while it was still reasoning has no content: it is left out.
+  c.messages.push({ id: "u3", role: "user", content: "third", createdAt: 1 });
+  c.messages.push({ id: "a3", role: "assistant", content: "", reasoning: "Hmm", createdAt: 2, stopped: true });
+  const again = buildChatRequestBody(c);
+  assert.ok(again.ok);
+  assert.equal((again.body.messages as unknown[]).length, 6);
+});
+
+test("stored reasoning is kept when it is text, dropped otherwise; old stats read without reasoning tokens", () => {
+  const stored = (message: Record<string, unknown>) =>
+    parseState(JSON.stringify({ version: 1, conversations: [{ id: "c", messages: [{ id: "u", role: "user", content: "q" }, { id: "a", role: "assistant", content: "x", ...message }] }] }))!
+      .conversations[0]!.messages[1]!;
+  assert.equal(stored({ reasoning: "thought" }).reasoning, "thought");
+  assert.equal(stored({ reasoning: 42 }).reasoning, undefined);
+  assert.equal(stored({ reasoning: { html: "<b>" } }).reasoning, undefined);
+  assert.equal(stored({ reasoning: "" }).reasoning, undefined);
+  assert.equal(stored({ stats: { completionTokens: 3 } }).stats?.reasoningTokens, null);
+  assert.equal(stored({ stats: { completionTokens: 3, reasoningTokens: "many" } }).stats?.reasoningTokens, null);
+  assert.equal(stored({ stats: { completionTokens: 3, reasoningTokens: 2 } }).stats?.reasoningTokens, 2);
+  // A user message has no reasoning.
+  const user = parseState(JSON.stringify({ version: 1, conversations: [{ id: "c", messages: [{ id: "u", role: "user", content: "q", reasoning: "x" }] }] }))!;
+  assert.equal(user.conversations[0]!.messages[0]!.reasoning, undefined);
+});
+
 test("answers that failed before any text are not sent back to the model", () => {
   const c = chat();
   c.messages.push({ id: "u3", role: "user", content: "third", createdAt: 1 });
@@ -87,7 +119,8 @@ test("regenerate drops the answers after the last user message; edit drops every
 test("state survives a save/load round trip, and unreadable or hostile data is rejected or cleaned", () => {
   const state: AppState = { conversations: [chat()], activeConversationId: null, apiKey: "k", lastModel: "m" };
   state.activeConversationId = state.conversations[0]!.id;
-  state.conversations[0]!.messages[1]!.stats = { promptTokens: 5, completionTokens: 3, cachedTokens: 0, tokensPerSecond: 12.5, timeToFirstTokenMs: 40, approximate: false };
+  state.conversations[0]!.messages[1]!.stats = { promptTokens: 5, completionTokens: 3, cachedTokens: 0, tokensPerSecond: 12.5, timeToFirstTokenMs: 40, reasoningTokens: 2, approximate: false };
+  state.conversations[0]!.messages[1]!.reasoning = "Let me think.";
   assert.deepEqual(parseState(serializeState(state)), state);
 
   assert.equal(parseState("not json"), null);

@@ -18,3 +18,5 @@ export const ARTIFACTS_DIR = path.resolve(process.env.LLAISYS_TEST_ARTIFACTS ?? 
 export const MOCK_CONTEXT_TOKENS = Number(process.env.LLAISYS_TEST_MOCK_CONTEXT ?? "1024");
 // How many requests the server takes at once (running + queued) before answering 429/503.
 export const SERVER_CAPACITY = Number(process.env.LLAISYS_TEST_CAPACITY ?? "4");
+// The prompt the mock model answers with a scripted "<think>...</think>" reply (run.sh sets it up).
+export const THINK_PROMPT = process.env.LLAISYS_TEST_THINK_PROMPT ?? "Think it through: what is the answer to everything?";

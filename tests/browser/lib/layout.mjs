@@ -4,11 +4,11 @@
 //
 // What is checked: the page regions (header, footer, main, asides, forms), visible buttons, fields,
 // headings, paragraphs, list items, message bubbles, answer bodies, stats, error cards and code
-// blocks. An element counts as visible when it has a
-// box, is not display:none / visibility:hidden / opacity:0 (itself or an ancestor), and some of
-// it is inside every scrolling container around it (an answer scrolled out of view is not
-// "off-screen"). When a drawer or the settings panel is open (an element marked data-overlay is
-// fixed-position and visible), only what is inside the open overlays is checked: the rest is behind the backdrop.
+// blocks. An element counts as visible when it has a box, is not display:none / visibility:hidden /
+// opacity:0 (itself or an ancestor) nor inside a closed <details>, and some of it is inside every
+// scrolling container around it (an answer scrolled out of view is not "off-screen"). When a
+// drawer, the settings panel or a dialog is open (an element marked data-overlay is fixed-position
+// and visible), only what is inside the open overlays is checked: the rest is behind the backdrop.
 export async function layoutProblems(page) {
   return page.evaluate(() => {
     const SELECTOR = [
@@ -28,6 +28,8 @@ export async function layoutProblems(page) {
       return `<${el.tagName.toLowerCase()}${id ? ` [${id}]` : ""}${cls}${text ? ` "${text}"` : ""}>`;
     };
     const hiddenByStyle = (el) => {
+      // checkVisibility() also sees what a closed <details> hides (content-visibility: hidden).
+      if (!el.checkVisibility()) return true;
       for (let e = el; e !== null; e = e.parentElement) {
         const s = getComputedStyle(e);
         if (s.display === "none" || s.visibility === "hidden" || s.visibility === "collapse" || Number(s.opacity) === 0) return true;

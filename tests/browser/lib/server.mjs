@@ -24,9 +24,11 @@ export async function modelIds() {
 }
 
 // The non-streamed answer to the request the UI would send, as the independent reference.
+// `reasoning` is the message's reasoning_content (undefined when the server sent none).
 export async function referenceAnswer({ model, messages, max_tokens, temperature = 0, ...rest }) {
   const json = await postJson("v1/chat/completions", { model, messages, max_tokens, temperature, stream: false, ...rest });
-  return { text: json.choices[0].message.content, usage: json.usage, finishReason: json.choices[0].finish_reason };
+  const message = json.choices[0].message;
+  return { text: message.content, reasoning: message.reasoning_content ?? undefined, usage: json.usage, finishReason: json.choices[0].finish_reason };
 }
 
 export async function tokenize(model, text) {

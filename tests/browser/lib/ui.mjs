@@ -124,3 +124,38 @@ export function captureChatRequests(page) {
   });
   return bodies;
 }
+
+// Records, on every animation frame from now until the last answer stops streaming, what its
+// reasoning block shows: [reasoning characters, block open, answer characters], each change once.
+export async function recordThinking(page, timeoutMs = 30_000) {
+  return page.evaluate(
+    (timeout) =>
+      new Promise((resolve, reject) => {
+        const frames = [];
+        const started = performance.now();
+        const frame = () => {
+          const all = document.querySelectorAll("[data-testid=message][data-role=assistant]");
+          const last = all[all.length - 1];
+          const block = last?.querySelector("[data-testid=reasoning]");
+          const reasoning = block?.querySelector("[data-testid=reasoning-text]")?.textContent.length ?? 0;
+          const content = last?.querySelector("[data-testid=message-text]")?.textContent.length ?? 0;
+          const now = [reasoning, block?.open === true, content];
+          const previous = frames[frames.length - 1];
+          if (previous === undefined || previous.some((v, i) => v !== now[i])) frames.push(now);
+          if (last !== undefined && last.getAttribute("data-state") !== "streaming") return resolve(frames);
+          if (performance.now() - started > timeout) return reject(new Error(`answer still streaming after ${timeout} ms`));
+          requestAnimationFrame(frame);
+        };
+        requestAnimationFrame(frame);
+      }),
+    timeoutMs,
+  );
+}
+
+// The text of the answer's reasoning block and of the answer, whitespace collapsed.
+export async function shownAnswer(answer) {
+  return answer.evaluate((el) => {
+    const text = (node) => (node?.textContent ?? "").replace(/\s+/g, " ").trim();
+    return { reasoning: text(el.querySelector("[data-testid=reasoning-text]")), content: text(el.querySelector("[data-testid=message-text]")) };
+  });
+}

@@ -12,6 +12,14 @@ export interface Usage {
   promptTokens: number | null;
   completionTokens: number | null;
   cachedTokens: number | null;
+  // completion_tokens_details.reasoning_tokens: how many of the completion tokens were reasoning.
+  reasoningTokens: number | null;
+}
+
+// One chunk's share of the answer: its text and its reasoning (either may be empty).
+export interface AnswerDelta {
+  content: string;
+  reasoning: string;
 }
 
 export interface StreamOutcome {
@@ -60,8 +68,8 @@ export interface StreamChatOptions {
   apiKey: string;
   body: Record<string, unknown>;
   signal: AbortSignal;
-  // Called with each piece of answer text as it arrives.
-  onDelta: (text: string) => void;
+  // Called with each piece of answer text and reasoning as it arrives.
+  onDelta: (delta: AnswerDelta) => void;
 }
 
 // Streams one chat completion. Resolves when the server sent [DONE] (or closed after a finish
@@ -118,7 +126,7 @@ export async function streamChatCompletion(options: StreamChatOptions): Promise<
   return outcome;
 }
 
-function handleChunk(data: string, outcome: StreamOutcome, onDelta: (text: string) => void): void {
+function handleChunk(data: string, outcome: StreamOutcome, onDelta: (delta: AnswerDelta) => void): void {
   let json: unknown;
   try {
     json = JSON.parse(data);
@@ -131,19 +139,27 @@ function handleChunk(data: string, outcome: StreamOutcome, onDelta: (text: strin
   const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
   for (const choice of choices) {
     if (typeof choice !== "object" || choice === null || ((choice as { index?: unknown }).index ?? 0) !== 0) continue;
-    const c = choice as { delta?: { content?: unknown }; finish_reason?: unknown };
-    if (typeof c.delta?.content === "string" && c.delta.content.length > 0) onDelta(c.delta.content);
+    const c = choice as { delta?: { content?: unknown; reasoning_content?: unknown; reasoning?: unknown }; finish_reason?: unknown };
+    // Reasoning comes as reasoning_content (llama.cpp, vLLM, this server), or reasoning as some servers name it.
+    const reasoning = c.delta?.reasoning_content ?? c.delta?.reasoning;
+    const delta: AnswerDelta = {
+      content: typeof c.delta?.content === "string" ? c.delta.content : "",
+      reasoning: typeof reasoning === "string" ? reasoning : "",
+    };
+    if (delta.content.length > 0 || delta.reasoning.length > 0) onDelta(delta);
     if (typeof c.finish_reason === "string") outcome.finishReason = c.finish_reason;
   }
   if (typeof chunk.usage === "object" && chunk.usage !== null) outcome.usage = readUsage(chunk.usage as Record<string, unknown>);
 }
 
 function readUsage(u: Record<string, unknown>): Usage {
-  const details = u.prompt_tokens_details as Record<string, unknown> | null | undefined;
+  const prompt = u.prompt_tokens_details as Record<string, unknown> | null | undefined;
+  const completion = u.completion_tokens_details as Record<string, unknown> | null | undefined;
   return {
     promptTokens: typeof u.prompt_tokens === "number" ? u.prompt_tokens : null,
     completionTokens: typeof u.completion_tokens === "number" ? u.completion_tokens : null,
-    cachedTokens: typeof details?.cached_tokens === "number" ? details.cached_tokens : null,
+    cachedTokens: typeof prompt?.cached_tokens === "number" ? prompt.cached_tokens : null,
+    reasoningTokens: typeof completion?.reasoning_tokens === "number" ? completion.reasoning_tokens : null,
   };
 }
 

@@ -56,6 +56,22 @@ export function touch(state: AppState, conversation: Conversation, now = Date.no
   }
 }
 
+// Another tab's state, to replace `current` with. The chats this tab is streaming answers into
+// stay this tab's own objects (the streams write into them, and their saves carry them), so
+// neither tab's work is lost: ignoring the other tab while streaming let this tab's next save
+// erase what the other one had just written. The active chat stays this tab's when it still exists.
+export function takeOtherTabState(current: AppState, next: AppState, streamingIds: Iterable<string>): AppState {
+  for (const id of streamingIds) {
+    const mine = findConversation(current, id);
+    if (mine === undefined) continue;
+    const at = next.conversations.findIndex((c) => c.id === id);
+    if (at >= 0) next.conversations[at] = mine;
+    else next.conversations.unshift(mine);
+  }
+  if (findConversation(next, current.activeConversationId) !== undefined) next.activeConversationId = current.activeConversationId;
+  return next;
+}
+
 export function appendUserMessage(conversation: Conversation, text: string, now = Date.now()): Message {
   const message: Message = { id: newId(), role: "user", content: text, createdAt: now };
   conversation.messages.push(message);

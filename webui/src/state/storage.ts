@@ -93,7 +93,9 @@ export function saveState(storage: Storage, state: AppState): string | null {
   }
 }
 
-function readConversation(raw: unknown): Conversation | null {
+// One stored conversation, every field checked (missing ones get defaults, unreadable messages
+// are dropped); null when it has no id or message list. Imports (state/transfer.ts) use it too.
+export function readConversation(raw: unknown): Conversation | null {
   if (!isRecord(raw) || typeof raw.id !== "string" || !Array.isArray(raw.messages)) return null;
   const now = Date.now();
   return {
@@ -125,6 +127,7 @@ function readMessage(raw: unknown): Message | null {
   const message: Message = { id: raw.id, role: raw.role, content: raw.content, createdAt: num(raw.createdAt, 0) };
   if (raw.role === "assistant") {
     if (typeof raw.model === "string") message.model = raw.model;
+    if (typeof raw.reasoning === "string" && raw.reasoning.length > 0) message.reasoning = raw.reasoning;
     if (isRecord(raw.stats)) message.stats = readStats(raw.stats);
     if (typeof raw.finishReason === "string") message.finishReason = raw.finishReason;
     if (raw.stopped === true) message.stopped = true;
@@ -140,6 +143,7 @@ function readStats(raw: Record<string, unknown>): AnswerStats {
     cachedTokens: numOrNull(raw.cachedTokens),
     tokensPerSecond: numOrNull(raw.tokensPerSecond),
     timeToFirstTokenMs: numOrNull(raw.timeToFirstTokenMs),
+    reasoningTokens: numOrNull(raw.reasoningTokens),
     approximate: raw.approximate === true,
   };
 }
@@ -158,7 +162,7 @@ function readError(raw: Record<string, unknown>): InlineError {
   };
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
+export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 function str(v: unknown, fallback: string): string {

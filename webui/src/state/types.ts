@@ -19,6 +19,8 @@ export interface AnswerStats {
   // Decode speed: tokens after the first one divided by the time between first and last delta.
   tokensPerSecond: number | null;
   timeToFirstTokenMs: number | null;
+  // Of completionTokens, how many were reasoning (usage.completion_tokens_details.reasoning_tokens).
+  reasoningTokens: number | null;
   // True when the stream ended before the usage chunk (stopped, error): counts are from deltas.
   approximate: boolean;
 }
@@ -49,8 +51,11 @@ export interface Message {
   createdAt: number;
   // Assistant messages only.
   model?: string;
+  // The model's reasoning before its answer (delta.reasoning_content). Shown in a collapsible
+  // block, never sent back to the server: later requests carry `content` only.
+  reasoning?: string;
   stats?: AnswerStats;
-  finishReason?: string | null;
+  finishReason?: string;
   stopped?: boolean;
   error?: InlineError;
 }

@@ -46,6 +46,11 @@ const ICON_PATHS = {
   check: "M5 12l5 5 9-10",
   eye: "M2 12s3.6-7 10-7 10 7 10 7-3.6 7-10 7S2 12 2 12zM12 9a3 3 0 1 0 0 6 3 3 0 1 0 0-6z",
   chat: "M4 5h16v11H9l-5 4V5z",
+  chevron: "M9 6l6 6-6 6",
+  download: "M12 4v11M7 10l5 5 5-5M5 20h14",
+  upload: "M12 16V5M7 10l5-5 5 5M5 20h14",
+  paperclip: "M20 11.5l-7.8 7.8a5 5 0 0 1-7.1-7.1l8-8a3.4 3.4 0 0 1 4.8 4.8l-8 8a1.7 1.7 0 0 1-2.4-2.4l7.3-7.3",
+  keyboard: "M3 6h18v12H3zM7 10h.01M11 10h.01M15 10h.01M7 14h10",
 } as const;
 
 export type IconName = keyof typeof ICON_PATHS;
@@ -69,6 +74,16 @@ export function iconButton(name: IconName, label: string, onClick: (e: Event) =>
     button.appendChild(h("span", {}, label));
   }
   return button;
+}
+
+// Saves `text` as a file through the browser's download (nothing leaves the machine).
+export function downloadFile(fileName: string, text: string, type: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const link = h("a", { href: url, download: fileName, hidden: true });
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
 export function formatNumber(n: number, digits = 0): string {

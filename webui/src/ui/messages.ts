@@ -1,11 +1,12 @@
-// The message column: user messages as plain text (pre-wrapped, never Markdown), answers as
-// Markdown (see markdown.ts), with per-answer stats, inline errors and the message actions
-// (edit a user message, copy, regenerate the last answer). Elements are kept per message and
-// rebuilt only when what they show changed, so a streaming answer re-renders alone.
+// The message column: user messages as plain text (pre-wrapped, never Markdown), answers as rich
+// text (ui/rich-text.ts) after their collapsible reasoning, with per-answer stats, inline errors and
+// the message actions (edit a user message, copy, regenerate the last answer). Elements are kept
+// per message and rebuilt only when what they show changed, so a streaming answer re-renders alone.
 import { adviceFor, type ErrorAction } from "../api/errors";
-import { renderMarkdown } from "../markdown";
-import type { AnswerStats, Conversation, InlineError, Message } from "../state/types";
-import { formatNumber, h, icon, iconButton } from "./dom";
+import type { Conversation, InlineError, Message } from "../state/types";
+import { renderReasoning, renderStats } from "./answer-parts";
+import { h, icon, iconButton } from "./dom";
+import { setRichText } from "./rich-text";
 
 export interface MessageListCallbacks {
   onEditSubmit(messageId: string, text: string): void;
@@ -39,6 +40,9 @@ export class MessageList {
   private readonly views = new Map<string, MessageView>();
   private conversationId: string | null = null;
   private editingId: string | null = null;
+  // Reasoning blocks the user opened (true) or closed (false), by message id; others follow the
+  // stream (open while thinking, closed once the answer starts).
+  private readonly reasoningOpen = new Map<string, boolean>();
   private lastModel: MessageListModel | null = null;
   // Whether the view follows the newest text: true until the user scrolls up, again once they
   // scroll back down (or send something).
@@ -207,11 +211,15 @@ export class MessageList {
       "data-id": message.id,
       "data-state": context.streaming ? "streaming" : message.error !== undefined ? "error" : message.stopped === true ? "stopped" : "done",
     });
+    if (message.reasoning !== undefined) {
+      const userOpen = this.reasoningOpen.get(message.id);
+      article.appendChild(renderReasoning(message, context.streaming, userOpen, (open) => this.reasoningOpen.set(message.id, open)));
+    }
     if (message.content.length > 0) {
       const body = h("div", { class: "message-text markdown", "data-testid": "message-text" });
-      body.innerHTML = renderMarkdown(message.content);
+      setRichText(body, message.content);
       article.appendChild(body);
-    } else if (context.streaming) {
+    } else if (context.streaming && message.reasoning === undefined) {
       article.appendChild(h("div", { class: "thinking", "aria-label": "Waiting for the answer" }, h("span"), h("span"), h("span")));
     }
     if (message.error !== undefined) article.appendChild(this.renderError(message.error, context));
@@ -278,39 +286,7 @@ interface RenderContext {
 }
 
 function signatureOf(message: Message, context: RenderContext): string {
-  return JSON.stringify([message.content, message.stats, message.error, message.stopped, message.finishReason, context]);
-}
-
-function renderStats(message: Message): HTMLElement | null {
-  const stats: AnswerStats | undefined = message.stats;
-  if (stats === undefined) return message.stopped === true ? h("span", { class: "stats", "data-testid": "stats" }, "Stopped") : null;
-  const parts: string[] = [];
-  if (message.stopped === true) parts.push("Stopped");
-  if (stats.completionTokens !== null) {
-    const n = stats.completionTokens;
-    parts.push(`${stats.approximate ? "≈" : ""}${formatNumber(n)} ${n === 1 ? "token" : "tokens"}`);
-  }
-  if (stats.cachedTokens !== null) parts.push(`${formatNumber(stats.cachedTokens)} cached`);
-  if (stats.tokensPerSecond !== null) parts.push(`${formatNumber(stats.tokensPerSecond, 1)} tok/s`);
-  if (message.finishReason === "length") parts.push("cut at max tokens");
-  const tooltip: string[] = [];
-  if (stats.promptTokens !== null) tooltip.push(`prompt: ${stats.promptTokens} tokens (${stats.cachedTokens ?? 0} from the prefix cache)`);
-  if (stats.timeToFirstTokenMs !== null) tooltip.push(`first token after ${Math.round(stats.timeToFirstTokenMs)} ms`);
-  if (stats.tokensPerSecond !== null) tooltip.push("tok/s: decode speed, from the first to the last token");
-  if (message.model !== undefined) tooltip.push(`model: ${message.model}`);
-  return h(
-    "span",
-    {
-      class: "stats",
-      "data-testid": "stats",
-      title: tooltip.join("\n"),
-      "data-completion-tokens": stats.completionTokens,
-      "data-cached-tokens": stats.cachedTokens,
-      "data-prompt-tokens": stats.promptTokens,
-      "data-tokens-per-second": stats.tokensPerSecond,
-    },
-    parts.join(" · "),
-  );
+  return JSON.stringify([message.content, message.reasoning, message.stats, message.error, message.stopped, message.finishReason, context]);
 }
 
 export function autosize(textarea: HTMLTextAreaElement, maxPx = 240): void {

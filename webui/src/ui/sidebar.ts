@@ -1,4 +1,5 @@
-// The conversation list (new, switch, rename, delete) and the connection box (server status, API key).
+// The conversation list (new, switch, rename, export, delete), export / import of all chats, and
+// the connection box (server status, API key).
 import type { Conversation } from "../state/types";
 import { h, icon, iconButton } from "./dom";
 
@@ -7,6 +8,9 @@ export interface SidebarCallbacks {
   onSelect(id: string): void;
   onRename(id: string, title: string): void;
   onDelete(id: string): void;
+  // null: every conversation.
+  onExport(id: string | null): void;
+  onImport(file: File): void;
   onApiKeyChange(key: string): void;
   onRetryServer(): void;
   onClose(): void;
@@ -25,6 +29,7 @@ export class Sidebar {
   private readonly list: HTMLUListElement;
   private readonly statusLine: HTMLElement;
   private readonly apiKeyInput: HTMLInputElement;
+  private readonly transferMessage: HTMLElement;
   private renamingId: string | null = null;
   private confirmingDeleteId: string | null = null;
   private lastModel: SidebarModel | null = null;
@@ -42,6 +47,13 @@ export class Sidebar {
       oninput: () => this.callbacks.onApiKeyChange(this.apiKeyInput.value.trim()),
     });
     this.apiKeyInput.value = apiKey;
+    const importInput = h("input", { type: "file", accept: ".json,application/json", hidden: true, "data-testid": "import-file", "aria-label": "Chat export file" });
+    importInput.addEventListener("change", () => {
+      const file = importInput.files?.[0];
+      importInput.value = "";
+      if (file !== undefined) this.callbacks.onImport(file);
+    });
+    this.transferMessage = h("p", { class: "transfer-message", "data-testid": "transfer-message", role: "status", hidden: true });
     const reveal = iconButton("eye", "Show or hide the API key", () => {
       this.apiKeyInput.type = this.apiKeyInput.type === "password" ? "text" : "password";
     });
@@ -63,6 +75,18 @@ export class Sidebar {
       h("nav", { class: "conversation-nav", "aria-label": "Chats" }, this.list),
       h(
         "div",
+        { class: "sidebar-transfer" },
+        h(
+          "div",
+          { class: "transfer-buttons" },
+          h("button", { type: "button", class: "small-button", "data-testid": "import", onclick: () => importInput.click() }, icon("upload"), h("span", {}, "Import")),
+          h("button", { type: "button", class: "small-button", "data-testid": "export-all", onclick: () => this.callbacks.onExport(null) }, icon("download"), h("span", {}, "Export all")),
+          importInput,
+        ),
+        this.transferMessage,
+      ),
+      h(
+        "div",
         { class: "sidebar-foot" },
         this.statusLine,
         h("label", { class: "field-label", for: "api-key" }, "API key"),
@@ -74,6 +98,14 @@ export class Sidebar {
   focusApiKey(): void {
     this.apiKeyInput.focus();
     this.apiKeyInput.select();
+  }
+
+  // The outcome of an import or export, shown under its buttons until the next one.
+  showTransferMessage(kind: "ok" | "error", text: string): void {
+    this.transferMessage.textContent = text;
+    this.transferMessage.dataset.kind = kind;
+    this.transferMessage.setAttribute("role", kind === "error" ? "alert" : "status");
+    this.transferMessage.hidden = false;
   }
 
   setServerStatus(kind: ServerStatusKind, text: string): void {
@@ -146,6 +178,7 @@ export class Sidebar {
         "div",
         { class: "conversation-actions" },
         iconButton("pencil", "Rename", () => this.startRename(c.id), { "data-testid": "rename" }),
+        iconButton("download", "Export this chat", () => this.callbacks.onExport(c.id), { "data-testid": "export" }),
         iconButton("trash", "Delete", () => this.startDelete(c.id), { "data-testid": "delete" }),
       ),
     );
