@@ -114,7 +114,7 @@ TEST_CASE("stop rules") {
   }
 }
 
-TEST_CASE("the end of the context stops generation; a prompt that fills it is ignored") {
+TEST_CASE("the end of the context stops generation, a prompt that fills it is ignored") {
   MockModels models(R"({"architectures": ["LlaisysMockForCausalLM"], "vocab_size": 64, "hidden_size": 4,
                         "max_position_embeddings": 40, "eos_token_id": 2})");
   auto engine = models.engine({.block_size = 8, .num_kv_blocks = 64});

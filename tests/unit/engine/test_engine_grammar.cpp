@@ -52,7 +52,7 @@ void check_choice(const TestGrammar& g, const CollectedChoice& choice) {
 
 }  // namespace
 
-TEST_CASE("grammar: sampled JSON is complete when stopped, a valid prefix when cut; alone == in a crowd") {
+TEST_CASE("grammar: sampled JSON is complete when stopped, a valid prefix when cut, alone == in a crowd") {
   MockModels models(kQwenSizedMock);
   auto tokenizer = qwen2_tokenizer();
   const TestGrammar g = json_test_grammar();
@@ -111,7 +111,7 @@ TEST_CASE("grammar: preemption under a tight KV budget keeps constrained outputs
   }
 }
 
-TEST_CASE("grammar: a complete choice stops without an EOS step; EOS only where the grammar may end") {
+TEST_CASE("grammar: a complete choice stops without an EOS step, EOS only where the grammar may end") {
   MockModels models(kQwenSizedMock);
   auto tokenizer = qwen2_tokenizer();
   auto vocab = grammar::TokenVocabulary::from_tokenizer(*tokenizer, 151936, {kEos});

@@ -59,7 +59,7 @@ void check_prompt_logprobs(const Collected& result, const std::vector<TokenId>& 
 
 }  // namespace
 
-TEST_CASE("prompt logprobs equal a token-by-token reference; chunked, cache warm, n = 2") {
+TEST_CASE("prompt logprobs equal a token-by-token reference, chunked, cache warm, n = 2") {
   MockModels models;
   AnyModel reference_model = models.open();
   const std::vector<TokenId> prompt = make_prompt(31, 45);
@@ -81,7 +81,7 @@ TEST_CASE("prompt logprobs equal a token-by-token reference; chunked, cache warm
   CHECK(engine->check_kv_invariants().ok());
 }
 
-TEST_CASE("a one-token prompt has no prompt logprobs; out-of-range values are refused") {
+TEST_CASE("a one-token prompt has no prompt logprobs, out-of-range values are refused") {
   MockModels models;
   auto engine = models.engine({.num_kv_blocks = 64});
   GenerateRequest request = greedy_request({7}, 2);

@@ -36,7 +36,7 @@ std::map<RequestId, Collected> run_checked(LLMEngine& engine) {
 
 }  // namespace
 
-TEST_CASE("window: a 600-token generation keeps about two windows of KV; without the window it grows") {
+TEST_CASE("window: a 600-token generation keeps about two windows of KV, without the window it grows") {
   MockModels models(kNoEosConfig);
   const std::vector<TokenId> prompt = make_prompt(42, 20);
   struct Run {

@@ -76,7 +76,7 @@ bool bit(const std::vector<uint32_t>& mask, TokenId t) {
 
 }  // namespace
 
-TEST_CASE("class trie: every token once, on the path its bytes map to; members map to it too", "[grammar][class-trie]") {
+TEST_CASE("class trie: every token once, on the path its bytes map to, members map to it too", "[grammar][class-trie]") {
   auto vocab = qwen2_vocabulary();
   // A JSON string's characters: '"', '\\', controls, ASCII, continuation bytes, lead bytes; the lead
   // bytes with narrower continuations and the backslash sticky.

@@ -29,7 +29,7 @@ TEST_CASE("thread pool runs every thread index once per region", "[kernels][thre
   CHECK(ThreadPool(0).num_threads() == ThreadPool::available_cpus());
 }
 
-TEST_CASE("parallel_for covers [0, n) with aligned, disjoint ranges", "[kernels][threads]") {
+TEST_CASE("parallel_for covers every index below n with aligned, disjoint ranges", "[kernels][threads]") {
   ThreadPool pool(3);
   for (int64_t n : {1, 2, 15, 16, 17, 100, 1000}) {
     std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));

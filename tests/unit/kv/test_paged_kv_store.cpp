@@ -141,7 +141,7 @@ TEST_CASE("eviction takes the least recently used unlocked leaves, never locked 
   REQUIRE(kv.validate().ok());
 }
 
-TEST_CASE("fork shares blocks; the first write into a shared partial block copies it") {
+TEST_CASE("fork shares blocks, the first write into a shared partial block copies it") {
   PagedKVStore kv({.num_blocks = 8, .block_size = 4});
   const std::vector<TokenId> prompt = iota_tokens(6);
   run_sequence(kv, 1, prompt);  // block 0 cached (and locked), block 1 half full

@@ -37,7 +37,7 @@ int32_t live_entries(const PagedKVStore& kv, SeqId seq) {
 
 }  // namespace
 
-TEST_CASE("sliding window: create refuses a negative window; max_cached_blocks") {
+TEST_CASE("sliding window: create refuses a negative window, max_cached_blocks") {
   CHECK_FALSE(PagedKVStore::create({.num_blocks = 4, .block_size = 4, .sliding_window = -1}).ok());
   CHECK(PagedKVStore({.num_blocks = 4, .block_size = 4, .sliding_window = 6}).max_cached_blocks() == 2);
   CHECK(PagedKVStore({.num_blocks = 4, .block_size = 4, .sliding_window = 8}).max_cached_blocks() == 2);

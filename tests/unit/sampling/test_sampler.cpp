@@ -146,7 +146,7 @@ TEST_CASE("penalties and logit_bias") {
   }
 }
 
-TEST_CASE("seeded sampling reproduces exactly; other seeds and choices differ") {
+TEST_CASE("seeded sampling reproduces exactly, other seeds and choices differ") {
   auto run = [](Rng rng) {
     LogitsSampler sampler;
     std::vector<TokenId> tokens;

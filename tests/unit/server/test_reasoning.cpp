@@ -188,7 +188,7 @@ TEST_CASE("where the output starts is read from the rendered prompt") {
   CHECK(bad.status().message().find("--reasoning-format") != std::string::npos);
 }
 
-TEST_CASE("chat_template_kwargs reach the template; reasoning_effort none turns thinking off") {
+TEST_CASE("chat_template_kwargs reach the template, reasoning_effort none turns thinking off") {
   const ModelTextContext& context = qwen3().context;
   const std::string messages = R"("messages": [{"role": "user", "content": "Hi"}])";
   auto on = parse_chat(fmt::format(R"({{"model": "m", {}}})", messages), context);
@@ -276,7 +276,7 @@ TEST_CASE("reasoning_content and content are exact at every token boundary, stre
   }
 }
 
-TEST_CASE("tool calls after the reasoning are parsed; the reasoning is not searched for calls") {
+TEST_CASE("tool calls after the reasoning are parsed, the reasoning is not searched for calls") {
   ParsedGenerate parsed;
   parsed.kind = ApiKind::chat;
   parsed.parse_tools = true;
@@ -296,7 +296,7 @@ TEST_CASE("tool calls after the reasoning are parsed; the reasoning is not searc
   CHECK(body.at("choices").at(0).at("finish_reason").as_string() == "tool_calls");
 }
 
-TEST_CASE("without a think block reasoning_content is null; models that do not reason have none") {
+TEST_CASE("without a think block reasoning_content is null, models that do not reason have none") {
   ParsedGenerate parsed;
   parsed.kind = ApiKind::chat;
   parsed.reasoning = app::ReasoningOptions{};
@@ -316,7 +316,7 @@ TEST_CASE("without a think block reasoning_content is null; models that do not r
   CHECK_FALSE(raw.at("usage").as_object().contains("completion_tokens_details"));
 }
 
-TEST_CASE("Responses API: a reasoning item precedes the message; reasoning items sent back are read") {
+TEST_CASE("Responses API: a reasoning item precedes the message, reasoning items sent back are read") {
   ResponsesWriter writer(json::object{}, false, app::ReasoningOptions{}, {"resp_1", 1, "m"});
   std::string sse = writer.stream_start();
   sse += writer.stream_events(output({delta("<think>\nPlan", {1, 2})}, false));

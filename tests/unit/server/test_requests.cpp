@@ -122,7 +122,7 @@ TEST_CASE("hostile and malformed chat bodies get 400 with the right param") {
   }
 }
 
-TEST_CASE("completions prompts: text, ids, lists of either (a batch); out-of-vocabulary ids are refused") {
+TEST_CASE("completions prompts: text, ids, lists of either (a batch), out-of-vocabulary ids are refused") {
   CHECK(outcome(R"({"prompt":"hello"})", false).status == 200);
   CHECK(outcome(R"({"prompt":[1,2,3]})", false).status == 200);
   CHECK(outcome(R"({"prompt":["hello"]})", false).status == 200);
@@ -203,7 +203,7 @@ TEST_CASE("completions batches: one engine request per prompt, max_tokens 16 by 
   CHECK(outcome(R"({"prompt":"x","suffix":null})", false).status == 200);
 }
 
-TEST_CASE("embeddings: up to 2048 inputs in every form; dimensions within the embedding size") {
+TEST_CASE("embeddings: up to 2048 inputs in every form, dimensions within the embedding size") {
   auto parse = [](const std::string& text) {
     auto body = parse_json_body(text);
     REQUIRE(body.ok());
@@ -434,7 +434,7 @@ TEST_CASE("sanitize_utf8 keeps valid text and replaces broken bytes") {
   CHECK(sanitize_utf8("\xc0\x80") != "\xc0\x80");          // overlong
 }
 
-TEST_CASE("a completions batch streams choice j of prompt i as index i * n + j; [DONE] once all are done") {
+TEST_CASE("a completions batch streams choice j of prompt i as index i * n + j, [DONE] once all are done") {
   auto parsed = parse_completion(R"({"prompt":["a","b"],"n":2,"stream":true,"stream_options":{"include_usage":true}})");
   REQUIRE(parsed.ok());
   GenerationResponse streamed(*parsed, {"cmpl-1", 1, "m"}, fixture().tokenizer);
@@ -552,7 +552,7 @@ std::vector<int64_t> json_ints(const json::value& list) {
 
 }  // namespace
 
-TEST_CASE("SentencePiece logprobs: each token's own bytes; chat keeps tokens of equal text apart") {
+TEST_CASE("SentencePiece logprobs: each token's own bytes, chat keeps tokens of equal text apart") {
   // 403 "▁Once", 13 "<0x0A>", 231 "<0xE4>" (a lone UTF-8 lead byte), 2 "</s>"; 410 "▁" and 35
   // "<0x20>" are both a space.
   const std::vector<TokenId> ids = {403, 13, 231, 2};
