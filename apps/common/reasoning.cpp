@@ -52,6 +52,17 @@ ReasoningFormat detect_reasoning_format(const text::ChatTemplate* chat_template,
   return ReasoningFormat::none;
 }
 
+Result<ReasoningFormat> resolve_reasoning_format(std::string_view value, std::string_view what,
+                                                 const text::ChatTemplate* chat_template,
+                                                 const text::Tokenizer* tokenizer) {
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<ReasoningFormat> format, parse_reasoning_format(value, what));
+  return format ? *format : detect_reasoning_format(chat_template, tokenizer);
+}
+
+ReasoningOptions reasoning_options(std::string_view rendered_prompt, const text::Tokenizer& tokenizer) {
+  return {.start = reasoning_start(rendered_prompt), .close_token = tokenizer.token_id(kThinkClose)};
+}
+
 ReasoningStart reasoning_start(std::string_view rendered_prompt) {
   const std::string_view end = trim_right(rendered_prompt);
   if (end.ends_with(kThinkOpen)) return ReasoningStart::inside;
@@ -70,7 +81,7 @@ ReasoningParser::ReasoningParser(ReasoningOptions options)
                                                        : State::content),
       close_token_(options.close_token), saw_reasoning_(options.start == ReasoningStart::inside) {}
 
-ReasoningSplit ReasoningParser::feed(std::string_view text, std::span<const TokenId> tokens) {
+ReasoningSplit ReasoningParser::feed(std::string_view text, std::span<const TokenId> tokens, bool last) {
   ReasoningSplit out;
   const State before = state_;
   switch (state_) {
@@ -100,6 +111,7 @@ ReasoningSplit ReasoningParser::feed(std::string_view text, std::span<const Toke
   } else if (before == State::reasoning) {
     reasoning_tokens_ += n;
   }
+  if (last) out.append(finish());
   return out;
 }
 

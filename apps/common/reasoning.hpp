@@ -41,6 +41,10 @@ std::string_view to_string(ReasoningFormat format);
 // "auto": deepseek when the model's chat template writes a think block (its source mentions
 // "<think>") or its vocabulary has both markers as tokens (Qwen3's 151667 / 151668); none otherwise.
 ReasoningFormat detect_reasoning_format(const text::ChatTemplate* chat_template, const text::Tokenizer* tokenizer);
+// A model's format from a flag or key's value: parse_reasoning_format, "auto" detected.
+Result<ReasoningFormat> resolve_reasoning_format(std::string_view value, std::string_view what,
+                                                 const text::ChatTemplate* chat_template,
+                                                 const text::Tokenizer* tokenizer);
 
 // Where the output starts, read from the end of the rendered prompt: inside a think block the template
 // opened ("...<think>\n"), after one it already closed (Qwen3 with enable_thinking false renders an
@@ -55,6 +59,9 @@ struct ReasoningOptions {
   ReasoningStart start = ReasoningStart::detect;
   std::optional<TokenId> close_token;
 };
+// The options of the answer to `rendered_prompt` (the chat template's output) with `tokenizer`'s
+// vocabulary.
+ReasoningOptions reasoning_options(std::string_view rendered_prompt, const text::Tokenizer& tokenizer);
 
 struct ReasoningSplit {
   std::string reasoning;
@@ -68,8 +75,9 @@ class ReasoningParser {
 
   explicit ReasoningParser(ReasoningOptions options = {});
 
-  // `tokens`: the generated tokens `text` came from, for reasoning_tokens().
-  ReasoningSplit feed(std::string_view text, std::span<const TokenId> tokens = {});
+  // `tokens`: the generated tokens `text` came from, for reasoning_tokens(). `last`: the output ends
+  // with this text (finish() follows).
+  ReasoningSplit feed(std::string_view text, std::span<const TokenId> tokens = {}, bool last = false);
   // The end of the output: what is still held back (an undecided start is content; a partial
   // closing marker inside the reasoning is reasoning text).
   ReasoningSplit finish();

@@ -40,8 +40,7 @@ json::object choice_json(const ChoiceResult& choice, bool with_text,
   object["output_ids"] = json::value_from(choice.output_ids);
   if (with_text && reasoning) {
     app::ReasoningParser parser(*reasoning);
-    app::ReasoningSplit split = parser.feed(choice.text);
-    split.append(parser.finish());
+    app::ReasoningSplit split = parser.feed(choice.text, {}, /*last=*/true);
     object["text"] = std::move(split.content);
     object["reasoning"] = parser.saw_reasoning() ? json::value(split.reasoning) : json::value(nullptr);
   } else if (with_text) {

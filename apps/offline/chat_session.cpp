@@ -164,16 +164,12 @@ Result<TurnResult> ChatSession::send(std::string user_text, const TurnCallbacks&
   LLAISYS_ASSIGN_OR_RETURN(RequestId id, engine_.submit(std::move(request)));
   std::optional<app::ReasoningParser> reasoning;
   if (settings_.reasoning == app::ReasoningFormat::deepseek) {
-    reasoning.emplace(app::ReasoningOptions{.start = app::reasoning_start(prompt.text),
-                                            .close_token = tokenizer_.token_id(app::kThinkClose)});
+    reasoning.emplace(app::reasoning_options(prompt.text, tokenizer_));
   }
   // Each delta's text, split off the think block when the model reasons.
   auto take_text = [&](std::string_view text, bool last) {
     app::ReasoningSplit split{.reasoning = {}, .content = std::string(text)};
-    if (reasoning) {
-      split = reasoning->feed(text);
-      if (last) split.append(reasoning->finish());
-    }
+    if (reasoning) split = reasoning->feed(text, {}, last);
     if (!split.reasoning.empty()) {
       result.reasoning += split.reasoning;
       if (callbacks.on_reasoning) callbacks.on_reasoning(split.reasoning);

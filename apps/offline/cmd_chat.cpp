@@ -288,7 +288,8 @@ int run_chat(const CommonOptions& common, const ChatCommandOptions& options) {
                                                   .engine = options.engine});
   if (!served.ok()) return fail(served.status());
   if (!served->tokenizer || !served->chat_template) return fail(served->chat_template_status);
-  auto reasoning = app::parse_reasoning_format(options.reasoning_format, "--reasoning-format");
+  auto reasoning = app::resolve_reasoning_format(options.reasoning_format, "--reasoning-format",
+                                                &*served->chat_template, served->tokenizer.get());
   if (!reasoning.ok()) return fail(reasoning.status());
 
   ChatSettings settings{.sampling = {.temperature = options.temperature,
@@ -299,8 +300,7 @@ int run_chat(const CommonOptions& common, const ChatCommandOptions& options) {
                                      .presence_penalty = options.presence_penalty,
                                      .frequency_penalty = options.frequency_penalty},
                         .max_tokens = options.max_tokens,
-                        .reasoning = reasoning->value_or(app::detect_reasoning_format(&*served->chat_template,
-                                                                                      served->tokenizer.get()))};
+                        .reasoning = *reasoning};
   if (Status valid = settings.sampling.validate(served->info.vocab_size); !valid.ok()) return fail(valid);
   ChatSession session(*served->engine, *served->tokenizer, *served->chat_template, std::move(settings));
   session.set_system_prompt(valid_utf8(options.system_prompt));

@@ -98,8 +98,7 @@ Result<std::vector<TokenId>> render_chat(const ParseContext& context, const json
   }
   LLAISYS_ASSIGN_OR_RETURN(std::string text, context.chat_template->render(messages, options));
   if (context.reasoning_format == app::ReasoningFormat::deepseek) {
-    reasoning = app::ReasoningOptions{.start = app::reasoning_start(text),
-                                      .close_token = context.tokenizer->token_id(app::kThinkClose)};
+    reasoning = app::reasoning_options(text, *context.tokenizer);
   }
   return context.tokenizer->encode(text, /*add_special_tokens=*/false);
 }
@@ -271,10 +270,9 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
   const std::optional<text::ChatTemplate>& chat_template = served->chat_template;
   const Status& chat_template_status = served->chat_template_status;
   auto& engine = served->engine;
-  auto reasoning = app::parse_reasoning_format(options.reasoning_format, "--reasoning-format");
-  if (!reasoning.ok()) return fail(reasoning.status());
-  const app::ReasoningFormat reasoning_format = reasoning->value_or(
-      app::detect_reasoning_format(chat_template ? &*chat_template : nullptr, tokenizer.get()));
+  auto reasoning_format = app::resolve_reasoning_format(options.reasoning_format, "--reasoning-format",
+                                                       chat_template ? &*chat_template : nullptr, tokenizer.get());
+  if (!reasoning_format.ok()) return fail(reasoning_format.status());
 
   const ParseContext context{.options = options,
                              .info = info,
@@ -282,7 +280,7 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
                              .chat_template = chat_template,
                              .chat_template_status = chat_template_status,
                              .grammars = served->grammars.get(),
-                             .reasoning_format = reasoning_format};
+                             .reasoning_format = *reasoning_format};
   const bool txt = options.format == "txt" ||
                    (options.format == "auto" && std::filesystem::path(options.input).extension() == ".txt");
   Result<std::vector<BatchJob>> jobs = txt ? read_txt(context) : read_jsonl(context);
@@ -300,7 +298,7 @@ int run_generate(const CommonOptions& common, const GenerateOptions& options) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print(stderr, "{}", format_summary(totals, engine->stats(), seconds));
   fmt::print(stderr, "  model: {} ({}), chat template: {}, reasoning: {}\n", options.model_dir.string(),
-             info.architecture, served->chat_template_source, app::to_string(reasoning_format));
+             info.architecture, served->chat_template_source, app::to_string(*reasoning_format));
   return totals.num_failed == 0 ? 0 : 1;
 }
 

@@ -60,11 +60,10 @@ void ModelRouter::start_loading(std::string plugin_dir, std::string device_name,
       entry->engine = std::move(engine).value();
       entry->text.chat_template = entry->chat_template ? &*entry->chat_template : nullptr;
       entry->text.chat_template_renders_tools = entry->chat_template && renders_tools(*entry->chat_template);
-      // Validated with the configuration: auto (nullopt) detects from the template and vocabulary.
-      const auto format = app::parse_reasoning_format(spec.reasoning_format, "reasoning_format");
-      entry->text.reasoning_format = format.ok() && format->has_value()
-                                         ? **format
-                                         : app::detect_reasoning_format(entry->text.chat_template, entry->tokenizer.get());
+      // The value was checked with the configuration (validate_server_config).
+      entry->text.reasoning_format = app::resolve_reasoning_format(spec.reasoning_format, "reasoning_format",
+                                                                   entry->text.chat_template, entry->tokenizer.get())
+                                         .value_or(app::ReasoningFormat::none);
       if (entry->chat_template && !entry->text.chat_template_renders_tools) {
         log::info("model '{}': its chat template ({}) does not render tools; requests with tools are refused",
                   spec.name, entry->chat_template_source);

@@ -6,8 +6,8 @@
 //
 // Single dollars follow Pandoc's rule, so prices stay text ("$5 and $10"): the opening $ is not
 // followed by a space; the closing $, the next one that is not escaped, is not preceded by a space
-// and not followed by a digit (else the opening $ is just a dollar). Display math may not contain a blank line (neither may TeX's), so a stray $$ cannot swallow
-// the rest of an answer; an unclosed delimiter stays text (while an answer streams, its math
+// and not followed by a digit (else the opening $ is just a dollar). Display math may not contain a
+// blank line (neither may TeX's), so a stray $$ cannot swallow the rest of an answer; an unclosed delimiter stays text (while an answer streams, its math
 // appears once the closing delimiter arrives).
 import type MarkdownIt from "markdown-it";
 import type { StateBlock, StateInline } from "markdown-it";

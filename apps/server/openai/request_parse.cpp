@@ -440,8 +440,7 @@ Result<ParsedGenerate> parse_chat_request(const json::object& body, const ModelT
   LLAISYS_ASSIGN_OR_RETURN(RenderedChat rendered, render_messages(*messages, tools, model, kwargs));
   out.request.prompt_ids = std::move(rendered.ids);
   if (model.reasoning_format == app::ReasoningFormat::deepseek) {
-    out.reasoning = app::ReasoningOptions{.start = app::reasoning_start(rendered.text),
-                                          .close_token = model.tokenizer->token_id(app::kThinkClose)};
+    out.reasoning = app::reasoning_options(rendered.text, *model.tokenizer);
   }
   LLAISYS_ASSIGN_OR_RETURN(std::optional<bool> logprobs, bool_field(body, "logprobs"));
   out.logprobs = logprobs.value_or(false);

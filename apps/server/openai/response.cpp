@@ -185,8 +185,7 @@ json::value GenerationResponse::delta_logprobs(Choice& choice, const ChoiceDelta
 ToolParseResult GenerationResponse::apply(Choice& choice, const ChoiceDelta& delta, std::string& reasoning) {
   std::string content = delta.text;
   if (choice.reasoning) {
-    app::ReasoningSplit split = choice.reasoning->feed(delta.text, delta.token_ids);
-    if (delta.finish_reason) split.append(choice.reasoning->finish());
+    app::ReasoningSplit split = choice.reasoning->feed(delta.text, delta.token_ids, delta.finish_reason.has_value());
     reasoning = std::move(split.reasoning);
     content = std::move(split.content);
     choice.reasoning_text += reasoning;

@@ -78,8 +78,7 @@ void ResponsesWriter::take(const RequestOutput& output) {
     }
     std::string text = delta.text;
     if (reasoning_) {
-      app::ReasoningSplit split = reasoning_->feed(delta.text, delta.token_ids);
-      if (delta.finish_reason) split.append(reasoning_->finish());
+      app::ReasoningSplit split = reasoning_->feed(delta.text, delta.token_ids, delta.finish_reason.has_value());
       add_reasoning(split.reasoning);
       text = std::move(split.content);
     }

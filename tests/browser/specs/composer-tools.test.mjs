@@ -41,6 +41,9 @@ test("attached text files go into the message as fenced blocks; binary and overs
     const source = "int main() {\n  // a fence inside: ```\n  return 0;\n}\n";
     await attach(page, [textFile("main.cpp", source)]);
     const expected = `Please review:\n\nmain.cpp:\n\`\`\`\`cpp\n${source}\`\`\`\`\n`;
+    // The file is read asynchronously: wait until the box changes (or give up and compare anyway).
+    await page.waitForFunction((text) => document.querySelector("[data-testid=composer-input]").value !== text,
+      "Please review:", { timeout: 5_000 }).catch(() => {});
     assert.equal(await input.inputValue(), expected);
     assert.ok(await page.getByTestId("attach-error").isHidden());
 
@@ -50,6 +53,7 @@ test("attached text files go into the message as fenced blocks; binary and overs
       textFile("huge.log", "x".repeat(300 * 1024)),
     ]);
     const error = page.getByTestId("attach-error");
+    await error.waitFor({ state: "visible", timeout: 5_000 }).catch(() => {});  // shown once every file is read
     assert.ok(await error.isVisible());
     assert.match(await error.textContent(), /"photo.png" is not a text file .*"huge.log" is 300 KB: files up to 256 KB can be attached/);
     assert.equal(await input.inputValue(), expected);

@@ -2,9 +2,6 @@
 // input, chat_template_kwargs and where the output starts, and reasoning_content / reasoning items /
 // reasoning_tokens in the chat and Responses outputs built from engine outputs.
 
-#include <fstream>
-#include <sstream>
-
 #include <catch2/catch.hpp>
 
 #include <boost/json.hpp>
@@ -85,20 +82,13 @@ std::vector<json::object> chunks_of(const std::string& sse) {
   return out;
 }
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // A context whose chat template is Qwen3's (chat-templates/qwen3) and whose outputs are split.
 struct Qwen3Context {
   std::optional<text::ChatTemplate> chat_template;
   ModelTextContext context = fixture().context;
   Qwen3Context() {
     const auto dir = std::filesystem::path(LLAISYS_TEST_DATA_DIR) / "chat-templates" / "qwen3";
-    auto t = text::ChatTemplate::from_string(read_file(dir / "Qwen-Qwen3-8B.jinja"), "", "<|im_end|>");
+    auto t = text::ChatTemplate::from_file(dir / "Qwen-Qwen3-8B.jinja");
     REQUIRE(t.ok());
     chat_template = std::move(t).value();
     context.chat_template = &*chat_template;

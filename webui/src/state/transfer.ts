@@ -1,4 +1,4 @@
-// Export and import of conversations as a JSON file. Pure: no DOM (ui/files.ts does the download
+// Export and import of conversations as a JSON file. Pure: no DOM (ui/chat-files.ts does the download
 // and the file picker), unit-tested in unit-tests/transfer.test.ts.
 //
 // The file: {"format": "llaisys-webui-chats", "version": 1, "exportedAt": ISO date,
