@@ -19,6 +19,8 @@ double seconds(RequestTimes::TimePoint from, RequestTimes::TimePoint to) {
 
 bool is_set(RequestTimes::TimePoint t) { return t.time_since_epoch().count() != 0; }
 
+constexpr std::string_view kCutAtShutdown = "the server is shutting down: the request was cut at its --drain-timeout";
+
 // One engine request per prompt (a completions batch has several; chat one).
 class GenerationJob final : public Job {
  public:
@@ -34,6 +36,10 @@ class GenerationJob final : public Job {
     aborted_ = true;
     for (RequestStream& s : streams_) s.abort();
   }
+  void shut_down() override {
+    shut_down_ = true;
+    for (RequestStream& s : streams_) s.abort();
+  }
 
   std::string poll() override {
     std::string bytes;
@@ -43,6 +49,7 @@ class GenerationJob final : public Job {
       while (!finished_[i]) {
         std::optional<RequestOutput> out = streams_[i].try_pop();
         if (!out) break;
+        if (shut_down_) mark_cut(*out);
         times_[i] = out->times;
         gaps_[i].observe(*out, model_.metrics);
         if (streaming_) {
@@ -60,8 +67,12 @@ class GenerationJob final : public Job {
     return bytes;
   }
 
-  int status() const override { return response_->error() ? response_->error()->status : 200; }
+  int status() const override {
+    if (cut_) return 503;
+    return response_->error() ? response_->error()->status : 200;
+  }
   std::string body() const override {
+    if (cut_) return error_body(unavailable_error(std::string(kCutAtShutdown)));
     return response_->error() ? error_body(*response_->error()) : response_->body();
   }
 
@@ -92,6 +103,17 @@ class GenerationJob final : public Job {
   }
 
  private:
+  // The engine ends a request cut by shut_down() as aborted; the writer answers an error instead
+  // (streams: the API's error event, then the end), which names the shutdown.
+  void mark_cut(RequestOutput& out) {
+    for (ChoiceDelta& c : out.choices) {
+      if (c.finish_reason != FinishReason::abort) continue;
+      c.finish_reason = FinishReason::error;
+      c.finish_detail = std::string(kCutAtShutdown);
+      cut_ = true;
+    }
+  }
+
   ModelEntry& model_;
   std::unique_ptr<Reservation> reservation_;
   std::vector<RequestStream> streams_;
@@ -101,6 +123,8 @@ class GenerationJob final : public Job {
   std::vector<bool> finished_;
   std::size_t remaining_ = streams_.size();
   bool aborted_ = false;
+  bool shut_down_ = false;  // shut_down() was called
+  bool cut_ = false;        // ... and some choice was still running then
   std::vector<RequestTimes> times_;
   std::vector<TokenGapTracker> gaps_;
 };
@@ -157,6 +181,12 @@ class EmbeddingJob final : public Job {
   bool streaming() const override { return false; }
   bool done() const override { return in_flight_ == 0 && (stopped_ || next_ == inputs_.size()); }
   void abort() override { stop(); }
+  void shut_down() override {
+    if (done()) return;
+    shut_down_ = true;
+    error_ = std::string(kCutAtShutdown);
+    stop();
+  }
 
   std::string poll() override {
     for (std::size_t i = first_open_; i < next_; ++i) {
@@ -173,9 +203,9 @@ class EmbeddingJob final : public Job {
     return {};
   }
 
-  int status() const override { return error_.empty() ? 200 : 500; }
+  int status() const override { return error_.empty() ? 200 : shut_down_ ? 503 : 500; }
   std::string body() const override {
-    if (!error_.empty()) return error_body(internal_error(error_));
+    if (!error_.empty()) return error_body(shut_down_ ? unavailable_error(error_) : internal_error(error_));
     json::array data;
     for (std::size_t i = 0; i < results_.size(); ++i) {
       json::object item{{"object", "embedding"}, {"index", static_cast<int64_t>(i)}};
@@ -265,6 +295,7 @@ class EmbeddingJob final : public Job {
   std::size_t first_open_ = 0;  // every input before it has finished
   std::size_t in_flight_ = 0;
   bool stopped_ = false;
+  bool shut_down_ = false;  // cut at the drain timeout: 503 with kCutAtShutdown
   Status submit_error_;
   int64_t prompt_tokens_ = 0;
   int64_t cached_tokens_ = 0;

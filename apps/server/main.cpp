@@ -1,5 +1,6 @@
 // llaisys-server: an OpenAI-compatible HTTP server (Boost.Beast) over llaisys models. See docs/SERVER.md.
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <functional>
@@ -61,13 +62,55 @@ int main(int argc, char** argv) {
   };
   hangups.async_wait(on_hangup);
 
+  // Graceful shutdown (drain.hpp): the first SIGTERM/SIGINT drains, the server exits 0 once nothing
+  // is in flight; at --drain-timeout what is still running is cut (a clean end), and after
+  // kCutGrace the server exits whatever is left (a client that does not read its error). A second
+  // signal exits at once, cutting everything (exit code 1).
+  constexpr auto kCutGrace = std::chrono::seconds(5);
   net::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code&, int) {
-    llaisys::log::info("shutting down");
-    listener->stop();
-    hangups.cancel();
-    io.stop();
-  });
+  net::steady_timer drain_timer(io);
+  auto stop = [&] {
+    net::post(io, [&] {
+      listener->stop();
+      hangups.cancel();
+      signals.cancel();
+      drain_timer.cancel();
+      io.stop();
+    });
+  };
+  std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
+                                                                               int signo) {
+    if (ec) return;
+    const char* name = signo == SIGINT ? "SIGINT" : "SIGTERM";
+    Drain& drain = app.drain();
+    if (drain.draining()) {
+      llaisys::log::warn("{} again: exiting now, cutting {} requests in flight", name, drain.in_flight());
+      exit_code = 1;
+      listener->stop();
+      io.stop();
+      return;
+    }
+    llaisys::log::info("{}: draining ({} requests in flight; --drain-timeout {}s; /ready is 503, new requests get 503; "
+                       "a second signal exits at once)", name, drain.in_flight(), config.drain_timeout_s);
+    signals.async_wait(on_signal);
+    drain_timer.expires_after(std::chrono::seconds(config.drain_timeout_s));
+    drain_timer.async_wait([&](const boost::system::error_code& e) {
+      if (e) return;
+      llaisys::log::warn("drain timeout ({}s): cutting {} requests in flight", config.drain_timeout_s, drain.cut_all());
+      drain_timer.expires_after(kCutGrace);
+      drain_timer.async_wait([&](const boost::system::error_code& e2) {
+        if (e2) return;
+        llaisys::log::warn("exiting with {} requests not fully answered {}s after the cut", drain.in_flight(),
+                           kCutGrace.count());
+        stop();
+      });
+    });
+    drain.begin([&] {
+      llaisys::log::info("drained: nothing in flight, exiting");
+      stop();
+    });
+  };
+  signals.async_wait(on_signal);
   std::signal(SIGPIPE, SIG_IGN);
 
   std::vector<std::thread> threads;

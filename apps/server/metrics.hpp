@@ -1,6 +1,7 @@
 #pragma once
-// Prometheus metrics (text format 0.0.4). Every per-model series is labelled model="<id>"; the one
-// server-wide series, llaisys_http_requests_total{status}, counts every HTTP response (also those
+// Prometheus metrics (text format 0.0.4). Every per-model series is labelled model="<id>" (the vllm:
+// copies model_name="<id>"); the server-wide series: llaisys_server_draining,
+// llaisys_http_requests_in_flight and llaisys_http_requests_total{status}, which counts every HTTP response (also those
 // refused before a model is known: malformed JSON, a bad key, unknown routes). Counters and
 // histograms are recorded by the request handlers; gauges come from the engine's stats snapshot,
 // which the engine refreshes after every step.
@@ -89,9 +90,16 @@ struct ModelMetricsView {
   std::optional<EngineStats> engine;  // absent while the model loads
 };
 
-// The whole /metrics page.
+// Server-wide gauges of the lifecycle (http/drain.hpp).
+struct ServerGauges {
+  bool draining = false;
+  int64_t requests_in_flight = 0;
+};
+
+// The whole /metrics page: the llaisys_ series, then the same values under vLLM's names (vllm:*,
+// label model_name) for routers, autoscalers and dashboards built for vLLM.
 std::string render_prometheus(const std::vector<ModelMetricsView>& models,
-                              const std::map<int, uint64_t>& http_by_status = {});
+                              const std::map<int, uint64_t>& http_by_status = {}, const ServerGauges& server = {});
 
 // Prometheus label value escaping: backslash, double quote and newline.
 std::string escape_label(std::string_view value);

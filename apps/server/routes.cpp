@@ -33,6 +33,7 @@ std::span<const ServerApp::Route> ServerApp::routes() {
   // like it, so a caller without a key learns nothing about which paths exist there.
   static constexpr Route kRoutes[] = {
       {.path = "/health", .methods = {.get = true}, .monitoring = true, .handler = &ServerApp::health},
+      {.path = "/ready", .methods = {.get = true}, .monitoring = true, .handler = &ServerApp::readiness},
       {.path = "/v1/models", .methods = {.get = true}, .handler = &ServerApp::models},
       {.path = "/v1/models/", .prefix = true, .methods = {.get = true}, .handler = &ServerApp::models},
       {.path = "/metrics", .methods = {.get = true}, .api_key = true, .monitoring = true, .handler = &ServerApp::metrics},
@@ -88,6 +89,12 @@ Reply ServerApp::route(const HttpRequestView& request, const OutputNotifier& not
   const std::string_view path = path_of(request.target);
   const std::string_view method = request.method;
   const Route* route = find_route(path);
+  // Draining (drain.hpp): only the monitoring routes are answered; the rest is for another replica.
+  if (drain_.draining() && (route == nullptr || !route->monitoring)) {
+    Reply r = error_reply(unavailable_error("the server is shutting down (draining); retry on another replica"));
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+  }
   if (route == nullptr) {
     return method == "GET" || method == "HEAD" ? static_file(path) : no_route(method, path);
   }

@@ -99,11 +99,26 @@ std::string ServerApp::metrics_text() const {
     if (m->ready.load(std::memory_order_acquire)) v.engine = m->engine->stats();
     views.push_back(std::move(v));
   }
-  return render_prometheus(views, http_metrics_.snapshot());
+  return render_prometheus(views, http_metrics_.snapshot(),
+                           {.draining = drain_.draining(), .requests_in_flight = drain_.in_flight()});
 }
 
+// Liveness: the process serves (also while the models load and while it drains), so an orchestrator
+// restarts only a server that no longer answers. The status says which phase it is in.
 Reply ServerApp::health(const Call&) {
-  return router_.all_ready() ? json_reply(200, R"({"status":"ok"})") : json_reply(503, R"({"status":"loading"})");
+  const char* status = drain_.draining() ? "draining" : router_.all_ready() ? "ok" : "loading";
+  return json_reply(200, fmt::format(R"({{"status":"{}"}})", status));
+}
+
+bool ServerApp::ready() const { return router_.all_ready() && !drain_.draining(); }
+
+// Readiness: 503 while a model loads and from the first shutdown signal on, so load balancers and
+// Kubernetes send the next requests elsewhere.
+Reply ServerApp::readiness(const Call&) {
+  if (ready()) return json_reply(200, R"({"status":"ready"})");
+  Reply r = json_reply(503, drain_.draining() ? R"({"status":"draining"})" : R"({"status":"loading"})");
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
 }
 
 Reply ServerApp::metrics(const Call&) {

@@ -14,6 +14,7 @@
 
 #include <boost/json.hpp>
 
+#include "drain.hpp"
 #include "llaisys/engine/request_stream.hpp"
 #include "model_router.hpp"
 #include "metrics.hpp"
@@ -34,6 +35,10 @@ class Job {
   virtual bool done() const = 0;
   // The client went away: abort in the engine (frees its KV within one step).
   virtual void abort() = 0;
+  // The server's drain timeout passed (drain.hpp): abort in the engine, and end the answer with an
+  // error that says so (a 503 body, or the stream's error event and end) rather than as a client
+  // disconnect.
+  virtual void shut_down() = 0;
   // Non-streaming jobs once done: the HTTP status and JSON body.
   virtual int status() const = 0;
   virtual std::string body() const = 0;
@@ -79,6 +84,10 @@ class ServerApp {
   // before a model is known; 499 for a client that went away (or did not read) before the end.
   void count_http(int status);
   std::string metrics_text() const;
+  // Graceful shutdown: the transport takes a ticket per request; main starts the drain.
+  Drain& drain() { return drain_; }
+  // Readiness (/ready): every model loaded and not draining.
+  bool ready() const;
 
  private:
   // What a handler gets. `rest` is the path after a prefix route's prefix (empty for an exact one).
@@ -122,6 +131,7 @@ class ServerApp {
   Reply with_model(const Call& call, ModelHandler handler);
 
   Reply health(const Call& call);
+  Reply readiness(const Call& call);
   Reply models(const Call& call);
   Reply metrics(const Call& call);
   Reply chat_completions(const ModelCall& call);
@@ -141,6 +151,7 @@ class ServerApp {
   ModelRouter& router_;
   std::filesystem::path webui_dir_;
   HttpMetrics http_metrics_;
+  Drain drain_;
 };
 
 Reply error_reply(const struct ApiError& error);

@@ -141,6 +141,7 @@ Status apply_toml_server(const std::string& text, const std::string& origin, Ser
     else if (key == "write_timeout_ms") s = read_value(node, key, where, c.write_timeout_ms);
     else if (key == "max_stream_backlog_bytes") s = read_value(node, key, where, c.max_stream_backlog_bytes);
     else if (key == "socket_send_buffer_bytes") s = read_value(node, key, where, c.socket_send_buffer_bytes);
+    else if (key == "drain_timeout") s = read_value(node, key, where, c.drain_timeout_s);
     else if (key == "cors_origin" || key == "cors_origins") s = read_strings(node, key, where, c.cors_origins);
     else if (key == "webui") s = read_value(node, key, where, c.webui_dir);
     else if (key == "plugin_dir") s = read_value(node, key, where, c.plugin_dir);
@@ -240,7 +241,7 @@ using app::ValueRange;
 constexpr int64_t kDayMs = int64_t{24} * 3600 * 1000;
 constexpr ValueRange kPort{0, 65535}, kIoThreads{1, 256}, kModelThreads{0, 1024}, kRunning{1, 4096}, kQueued{0, 1 << 20},
     kBodyBytes{1, int64_t{1} << 34}, kConnections{1, 1 << 20}, kTimeoutMs{1, kDayMs}, kKeepaliveMs{0, kDayMs},
-    kBacklogBytes{4096, int64_t{1} << 40}, kSendBufferBytes{0, int64_t{1} << 30};
+    kBacklogBytes{4096, int64_t{1} << 40}, kSendBufferBytes{0, int64_t{1} << 30}, kDrainSeconds{0, 24 * 3600};
 
 }  // namespace
 
@@ -284,6 +285,10 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
   app.add_option("--socket-send-buffer-bytes", c.socket_send_buffer_bytes,
                  "SO_SNDBUF of each connection (0: the kernel's autotuning)")
       ->capture_default_str()->check(CLI::Range(kSendBufferBytes.lo, kSendBufferBytes.hi));
+  app.add_option("--drain-timeout", c.drain_timeout_s,
+                 "seconds after SIGTERM/SIGINT for requests in flight to finish (new ones get 503, /ready is 503); "
+                 "then they are cut with an error event and the server exits 0. A second signal exits at once")
+      ->capture_default_str()->check(CLI::Range(kDrainSeconds.lo, kDrainSeconds.hi));
   app.add_option("--cors-origin", c.cors_origins, "allowed CORS origin (repeatable; * without credentials)");
   app.add_option("--webui", c.webui_dir, "web UI directory (default <exe>/../share/llaisys/webui)");
   app.add_option("--plugin-dir", c.plugin_dir, "directory of model plugins");
@@ -324,6 +329,7 @@ Status validate_server_config(const ServerConfig& c) {
   LLAISYS_RETURN_IF_ERROR(range("write_timeout_ms", c.write_timeout_ms, kTimeoutMs));
   LLAISYS_RETURN_IF_ERROR(range("max_stream_backlog_bytes", c.max_stream_backlog_bytes, kBacklogBytes));
   LLAISYS_RETURN_IF_ERROR(range("socket_send_buffer_bytes", c.socket_send_buffer_bytes, kSendBufferBytes));
+  LLAISYS_RETURN_IF_ERROR(range("drain_timeout", c.drain_timeout_s, kDrainSeconds));
   for (const std::string& key : c.api_keys) {
     if (key.empty()) {
       return make_error(ErrorCode::invalid_argument,

@@ -60,6 +60,9 @@ struct ServerConfig {
   // A fixed size bounds each connection's kernel memory, so that a stalled reader is noticed
   // after that much output rather than after megabytes.
   int64_t socket_send_buffer_bytes = 0;
+  // After the first SIGTERM/SIGINT (drain.hpp): how long requests in flight may take to finish before
+  // they are cut (0: cut at once, still with a clean end).
+  int64_t drain_timeout_s = 30;
   std::vector<std::string> cors_origins;
   std::string webui_dir;                // empty: <exe dir>/../share/llaisys/webui
   std::string plugin_dir;

@@ -59,6 +59,9 @@ Status read_mock_options(const json::object& object, MockConfig& config) {
   value = config.delay_us_per_token;
   LLAISYS_RETURN_IF_ERROR(read_int(object, "delay_us_per_token", value));
   config.delay_us_per_token = value;
+  value = config.load_delay_ms;
+  LLAISYS_RETURN_IF_ERROR(read_int(object, "load_delay_ms", value));
+  config.load_delay_ms = value;
   value = config.eos_period;
   LLAISYS_RETURN_IF_ERROR(read_int(object, "eos_period", value));
   config.eos_period = value;
@@ -105,7 +108,8 @@ Status read_mock_options(const json::object& object, MockConfig& config) {
       config.replies.push_back(std::move(reply));
     }
   }
-  if (config.delay_ms_per_step < 0 || config.delay_us_per_token < 0 || config.eos_period < 0) {
+  if (config.delay_ms_per_step < 0 || config.delay_us_per_token < 0 || config.load_delay_ms < 0 ||
+      config.eos_period < 0) {
     return Status(ErrorCode::invalid_argument, "mock delays and eos_period must be >= 0");
   }
   return Status();
@@ -174,6 +178,7 @@ Result<std::unique_ptr<MockModel>> MockModel::create(const ModelCreateParams& pa
                       params.device.to_string());
   }
   LLAISYS_ASSIGN_OR_RETURN(MockConfig config, load_config(params));
+  if (config.load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(config.load_delay_ms));
   return std::make_unique<MockModel>(std::move(config));
 }
 

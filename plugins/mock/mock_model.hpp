@@ -16,6 +16,7 @@
 //               "mock" object; the same keys in the create options override it:
 //   delay_ms_per_step   sleep per step() call                            (default 0)
 //   delay_us_per_token  sleep per batch token, to imitate a long prefill (default 0)
+//   load_delay_ms       sleep in create(), to imitate a slow load (readiness tests) (default 0)
 //   eos_period          > 0: EOS is the argmax at about 1 in eos_period positions (default 0: never)
 //   text_vocab_size     ids >= this get logit -30, keeping specials out  (default vocab_size)
 //   seed                mixed into every hash                            (default 0)
@@ -54,6 +55,7 @@ struct MockConfig {
   std::vector<TokenId> eos_token_ids;
   int64_t delay_ms_per_step = 0;
   int64_t delay_us_per_token = 0;
+  int64_t load_delay_ms = 0;
   int64_t eos_period = 0;
   uint64_t seed = 0;
   int32_t sliding_window = 0;

@@ -123,7 +123,7 @@ if [ -z "${LLAISYS_SERVER_URL:-}" ]; then
       cat "$artifacts/server.log" >&2
       exit 1
     fi
-    if node -e 'fetch(process.argv[1]).then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))' "$LLAISYS_SERVER_URL/health"; then
+    if node -e 'fetch(process.argv[1]).then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))' "$LLAISYS_SERVER_URL/ready"; then
       break
     fi
     sleep 0.1

@@ -99,6 +99,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void disarm() { deadline_.cancel(); }
 
   void close() {
+    ticket_.release();  // the request, if any, is over for the drain
     disarm();
     keepalive_.cancel();
     hold_.cancel();
@@ -256,7 +257,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void handle() {
     const auto& req = parser_->get();
-    keep_alive_ = req.keep_alive() && !health_only_;
+    // While draining every answer closes its connection: the client's next request goes elsewhere.
+    keep_alive_ = req.keep_alive() && !health_only_ && !app_.drain().draining();
     note_request_head();
     // HTTP/1.0 has no chunked encoding: a stream is sent unframed and ends with the connection.
     chunked_ = req.version() >= 11;
@@ -279,6 +281,13 @@ class Session : public std::enable_shared_from_this<Session> {
                                .x_api_key = req["x-api-key"]};
     std::weak_ptr<Session> weak = weak_from_this();
     auto executor = socket_.get_executor();
+    // In flight until its response is complete (drain.hpp); the drain timeout cuts it on this strand.
+    cut_ = false;
+    ticket_ = app_.drain().admit([weak, executor] {
+      net::post(executor, [weak] {
+        if (auto self = weak.lock()) self->cut();
+      });
+    });
     OutputNotifier notify = [weak, executor] {
       net::post(executor, [weak] {
         if (auto self = weak.lock()) self->on_notify();
@@ -466,11 +475,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void after_response() {
     disarm();
     write_log();
+    ticket_.release();
     keepalive_.cancel();
     hold_.cancel();
     job_.reset();
     response_complete_ = false;
-    if (!keep_alive_ || peer_gone_) return close();
+    if (!keep_alive_ || peer_gone_ || app_.drain().draining()) return close();
     if (watching_) {
       next_after_watch_ = true;
       beast::error_code ignored;
@@ -481,9 +491,17 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // ---- jobs
+  // The drain timeout passed with this request in flight: its job ends with an error that says so.
+  // A job that has not started yet (its request is on the worker pool) is cut as it starts.
+  void cut() {
+    cut_ = true;
+    if (job_ && !job_->done() && !response_complete_) job_->shut_down();
+  }
+
   void start_job(std::unique_ptr<Job> job) {
     disarm();
     job_ = std::move(job);
+    if (cut_) job_->shut_down();
     streaming_ = job_->streaming();
     hold_while_job();
     watch();
@@ -640,6 +658,8 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t write_generation_ = 0;
   std::size_t written_ = 0;  // bytes of sending_ already written
   std::string slow_reader_;  // why the connection was dropped as a slow reader (for the log line)
+  Drain::Ticket ticket_;     // the current request, in flight for the drain (drain.hpp)
+  bool cut_ = false;         // ... and cut at the drain timeout
 };
 
 }  // namespace

@@ -169,7 +169,7 @@ TEST_CASE("Prometheus text: cumulative buckets, label escaping, every series lab
   CHECK(text.find("llaisys_time_to_first_token_seconds_count{model=\"a\\\"b\"} 3\n") != std::string::npos);
   CHECK(text.find("llaisys_kv_blocks_used{model=\"loading\"} 0\n") != std::string::npos);
   // Every sample line: name{labels} value, and every name has a TYPE line.
-  const std::regex sample(R"(^([a-z0-9_]+)\{model="[^\n]*\} [-+0-9.eInf]+$)");
+  const std::regex sample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(model|model_name|status)="[^\n]*\})? [-+0-9.eInf]+$)");
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("#", 0) == 0) continue;
@@ -480,7 +480,7 @@ TEST_CASE("routes: which paths need the API key, decided before the body is read
     INFO(keyed);
     CHECK(ServerApp::needs_api_key(keyed));
   }
-  for (std::string_view open : {"/", "/index.html", "/health", "/v1/models", "/v1/models/", "/v1/models/mock", "/v1",
+  for (std::string_view open : {"/", "/index.html", "/health", "/ready", "/v1/models", "/v1/models/", "/v1/models/mock", "/v1",
                                 "/metrics/", "/tokenize/x", "http://host/v1/chat/completions"}) {
     INFO(open);
     CHECK_FALSE(ServerApp::needs_api_key(open));
@@ -496,6 +496,7 @@ TEST_CASE("routes: the connections beyond --max-connections serve only GET /heal
   CHECK(ServerApp::monitoring_request("GET", "/health"));
   CHECK(ServerApp::monitoring_request("HEAD", "/health?verbose=1"));
   CHECK(ServerApp::monitoring_request("GET", "/metrics"));
+  CHECK(ServerApp::monitoring_request("GET", "/ready"));
   CHECK_FALSE(ServerApp::monitoring_request("POST", "/health"));
   CHECK_FALSE(ServerApp::monitoring_request("GET", "/v1/models"));
   CHECK_FALSE(ServerApp::monitoring_request("POST", "/v1/chat/completions"));
@@ -504,9 +505,9 @@ TEST_CASE("routes: the connections beyond --max-connections serve only GET /heal
 
 TEST_CASE("routes: 405 with Allow for a known path, 404 for others, HEAD as GET") {
   RoutedApp routed;
-  CHECK(routed.call("GET", "/health").status == 503);  // the model is still loading
-  CHECK(routed.call("HEAD", "/health?x").status == 503);
-  for (auto [method, target, allow] : {std::tuple{"POST", "/health", "GET"}, {"DELETE", "/v1/models", "GET"},
+  CHECK(routed.call("GET", "/health").status == 200);  // liveness, also while the model loads
+  CHECK(routed.call("HEAD", "/ready?x").status == 503);  // readiness: the model is still loading
+  for (auto [method, target, allow] : {std::tuple{"POST", "/health", "GET"}, {"POST", "/ready", "GET"}, {"DELETE", "/v1/models", "GET"},
                                        {"PUT", "/v1/models/mock", "GET"}, {"POST", "/metrics", "GET"},
                                        {"GET", "/v1/chat/completions", "POST"}, {"GET", "/v1/responses", "POST"},
                                        {"HEAD", "/tokenize", "POST"},
@@ -537,7 +538,8 @@ TEST_CASE("routes: keyed routes answer 401 without the key, whatever the method"
     INFO(method << " " << target);
     CHECK(routed.call(method, target, "{}", "Bearer wrong").status == 401);
   }
-  CHECK(routed.call("GET", "/health", "", "").status == 503);
+  CHECK(routed.call("GET", "/health", "", "").status == 200);
+  CHECK(routed.call("GET", "/ready", "", "").status == 503);
   CHECK(routed.call("GET", "/v1/models", "", "").status == 200);
   const Reply metrics = routed.call("GET", "/metrics");
   CHECK(metrics.status == 200);

@@ -117,7 +117,7 @@ export async function offlineGenerate(modelDir, lines, extraArgs = []) {
   }
 }
 
-// A running llaisys-server. start() resolves once /health answers 200.
+// A running llaisys-server. start() resolves once /ready answers 200 (every model loaded).
 export class Server {
   constructor({ models, args = [], apiKey, env = {}, name = 'server', logDir }) {
     this.models = models;        // [[id, dir], ...]
@@ -152,14 +152,14 @@ export class Server {
     while (Date.now() < deadline) {
       if (this.exit) throw new Error(`llaisys-server exited while starting (${JSON.stringify(this.exit)}):\n${this.logTail()}`);
       try {
-        const res = await request(this, { path: '/health', timeoutMs: 2000 });
+        const res = await request(this, { path: '/ready', timeoutMs: 2000 });
         if (res.status === 200) return this;
       } catch {
         // not listening yet
       }
       await sleep(100);
     }
-    throw new Error(`llaisys-server did not answer /health 200 within ${timeoutMs} ms:\n${this.logTail()}`);
+    throw new Error(`llaisys-server did not answer /ready 200 within ${timeoutMs} ms:\n${this.logTail()}`);
   }
 
   logTail(lines = 60) {
