@@ -72,7 +72,7 @@ class ServerApp {
   // Whether `path` is served only with an API key (when keys are configured), as its route says.
   static bool needs_api_key(std::string_view path);
   // Whether a request may be served on a connection kept beyond --max-connections: GET (or HEAD) of
-  // a monitoring route (/health, /metrics).
+  // a monitoring route (/health, /ready, /metrics).
   static bool monitoring_request(std::string_view method, std::string_view target);
   // Decided from the request head alone, before any body byte is read: the 401 reply of a request to
   // a keyed route without a valid key, else nothing.

@@ -1,6 +1,6 @@
 #pragma once
 // What the listener lets in, shared by every session: open connections (--max-connections, plus
-// kReservedConnections that serve only GET /health and /metrics, so a monitor still gets an answer
+// kReservedConnections that serve only GET /health, /ready and /metrics, so a monitor still gets an answer
 // when the slots are taken),
 // connections per client address (--max-connections-per-client, so that one address cannot take
 // every slot), those of them still sending their first request head (--max-pending-heads-per-client:

@@ -153,7 +153,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (health_only_) {
       if (!ServerApp::monitoring_request(req.method_string(), req.target())) {
         return refuse_busy({.method = std::string(req.method_string()), .target = std::string(req.target()),
-                            .finish = "over --max-connections (reserved slot: /health and /metrics only)"},
+                            .finish = "over --max-connections (reserved slot: /health, /ready and /metrics only)"},
                            "the server has too many open connections; retry later");
       }
     }
@@ -253,6 +253,7 @@ class Session : public std::enable_shared_from_this<Session> {
     target_ = std::string(req.target());
     origin_ = std::string(req[http::field::origin]);
     head_ = req.method() == http::verb::head;
+    monitoring_ = ServerApp::monitoring_request(method_, target_);
   }
 
   void handle() {
@@ -469,7 +470,12 @@ class Session : public std::enable_shared_from_this<Session> {
                                                                    : std::string(" (not delivered: connection gone)");
     }
     log_entry_.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
-    log::info("{}", format_log_line(log_entry_));
+    // Probes and scrapes (a load balancer checks /ready every second) would drown the requests.
+    if (monitoring_) {
+      log::debug("{}", format_log_line(log_entry_));
+    } else {
+      log::info("{}", format_log_line(log_entry_));
+    }
   }
 
   void after_response() {
@@ -627,7 +633,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string client_;          // the peer's address (per-client connection count)
   WorkerExecutor workers_;      // where POST requests are handled (off the I/O threads)
   int64_t body_reserved_ = 0;   // this request's share of --max-body-bytes-in-flight
-  bool health_only_ = false;    // admitted on a reserved slot: GET /health or /metrics, then close
+  bool health_only_ = false;    // admitted on a reserved slot: GET /health, /ready or /metrics, then close
   bool crowded_ = false;        // admitted over --max-pending-heads-per-client: a short first deadline
 
   // Bounded: bytes read but not yet parsed (a header, a chunk-size line, pipelined requests) never
@@ -645,6 +651,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool timed_out_ = false;
   bool keep_alive_ = true;
   bool head_ = false;
+  bool monitoring_ = false;  // GET /health, /ready or /metrics: logged at debug level
   bool chunked_ = true;  // the request is HTTP/1.1 (a stream may use chunked encoding)
   bool writing_ = false;
   bool response_complete_ = false;

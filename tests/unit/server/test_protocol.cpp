@@ -492,7 +492,7 @@ TEST_CASE("routes: which paths need the API key, decided before the body is read
   CHECK_FALSE(routed.app.refuse_before_body("/health", "", "").has_value());
 }
 
-TEST_CASE("routes: the connections beyond --max-connections serve only GET /health and /metrics") {
+TEST_CASE("routes: the connections beyond --max-connections serve only GET /health, /ready and /metrics") {
   CHECK(ServerApp::monitoring_request("GET", "/health"));
   CHECK(ServerApp::monitoring_request("HEAD", "/health?verbose=1"));
   CHECK(ServerApp::monitoring_request("GET", "/metrics"));

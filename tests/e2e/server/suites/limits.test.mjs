@@ -3,7 +3,7 @@
 // (--max-body-bytes-in-flight): beyond either the server answers 503 + Retry-After from the request
 // head and closes, other addresses are still served (/health included), and what was held is given
 // back when the holder goes away. Beyond --max-connections, a few reserved slots still answer
-// /health and /metrics; a prompt of megabytes is processed off the I/O threads; and connections of
+// /health, /ready and /metrics; a prompt of megabytes is processed off the I/O threads; and connections of
 // one address still sending their first head beyond --max-pending-heads-per-client get 1 s for it.
 
 import assert from 'node:assert/strict';
@@ -168,7 +168,7 @@ test('a prompt of megabytes is tokenized off the I/O thread: /health keeps answe
   }
 });
 
-test(`beyond --max-connections, 16 reserved slots still answer /health and /metrics, nothing else`, async () => {
+test(`beyond --max-connections, 16 reserved slots still answer /health, /ready and /metrics, nothing else`, async () => {
   const full = await startFixture('limits-full', { apiKey: KEY, args: ['--max-connections', '3'] });
   const holders = [];
   try {
@@ -192,6 +192,8 @@ test(`beyond --max-connections, 16 reserved slots still answer /health and /metr
     };
     const health = await ask('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', '127.0.0.9');
     assert.equal(health.status, 200, health.text.slice(0, 300));
+    const ready = await ask('GET /ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', '127.0.0.9');
+    assert.equal(ready.status, 200, ready.text.slice(0, 300));
     const metrics = await ask(`GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`, '127.0.0.9');
     assert.equal(metrics.status, 200, metrics.text.slice(0, 300));
     const body = JSON.stringify({ model: 'mock', prompt: 'hi', max_tokens: 2 });
