@@ -33,10 +33,16 @@ async function start(name, { mock = {}, args = [], maxContext = 4096, wait = tru
   return { server, started };
 }
 
-// Resolves {code, signal, at} when the server's process exits.
+// Resolves {code, signal, at} when the server's process exits; fails on a sanitizer report in its
+// log (in the ASan/UBSan build an exit status alone would not tell a report from the code expected).
 function exited(server) {
-  if (server.exit) return Promise.resolve({ ...server.exit, at: Date.now() });
-  return once(server.child, 'exit').then(([code, signal]) => ({ code, signal, at: Date.now() }));
+  const check = (exit) => {
+    const log = fs.readFileSync(server.logFile, 'utf8');
+    assert.doesNotMatch(log, /Sanitizer|runtime error:/, `sanitizer report in ${server.name}'s log`);
+    return exit;
+  };
+  if (server.exit) return Promise.resolve(check({ ...server.exit, at: Date.now() }));
+  return once(server.child, 'exit').then(([code, signal]) => check({ code, signal, at: Date.now() }));
 }
 
 const chat = (extra = {}) => ({ model: 'm', messages: [{ role: 'user', content: 'Tell me a story.' }], ...extra });
