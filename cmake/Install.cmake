@@ -20,6 +20,8 @@
 #                                                   [kernels_cuda,] decoder
 #   lib/cmake/llaisys/                              llaisysConfig*.cmake, llaisysTargets*.cmake,
 #                                                   LlaisysPlugin.cmake, plugin.map
+# The C API (component capi) installs its own rules (capi/CMakeLists.txt): lib/libllaisys.so*,
+# include/llaisys/llaisys.h, lib/pkgconfig/llaisys.pc, lib/cmake/llaisys/llaisysCapiTargets*.cmake.
 include(CMakePackageConfigHelpers)
 set(LLAISYS_INSTALL_CMAKEDIR lib/cmake/llaisys)
 
