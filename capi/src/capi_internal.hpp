@@ -2,6 +2,8 @@
 // What the C API's translation units share: the engine handle, the per-request record, error
 // reporting at the boundary (no exception crosses it) and the conversions between C and C++ values.
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -43,6 +45,22 @@ inline Status null_argument(const char* name) {
   return make_error(ErrorCode::invalid_argument, "'{}' must not be NULL", name);
 }
 
+// Output structs: the caller's struct_size says how much it has room for; a larger one than this
+// library knows gets the known prefix (struct_size then says how much was filled).
+template <class T, class Fill>
+Status fill_sized(T* out, const char* name, Fill&& fill) {
+  if (out == nullptr) return null_argument(name);
+  if (out->struct_size < sizeof(uint32_t)) {
+    return make_error(ErrorCode::invalid_argument, "{}.struct_size must be set (to sizeof({}))", name, name);
+  }
+  T full{};
+  fill(full);
+  const std::size_t bytes = std::min<std::size_t>(out->struct_size, sizeof(T));
+  std::memcpy(out, &full, bytes);
+  out->struct_size = static_cast<uint32_t>(bytes);
+  return Status();
+}
+
 // ---- options -----------------------------------------------------------------------------------
 
 // llaisys_engine_open's options_json, read into what app::load_served_model takes.
@@ -53,6 +71,15 @@ struct OpenOptions {
 };
 
 Result<OpenOptions> parse_open_options(const std::filesystem::path& model, const char* options_json);
+
+// The engine options that concern the model alone (llaisys_model_open takes these and no others).
+inline constexpr const char* kModelOptionKeys[] = {"threads", "device", "model_options", "plugin_dir"};
+// parse_open_options, refusing every key outside kModelOptionKeys by name.
+Result<OpenOptions> parse_model_open_options(const std::filesystem::path& model, const char* options_json);
+
+// Checks that options.load.model_dir exists and loads the plugins of options.plugin_dir (default:
+// beside this library): what llaisys_engine_open and llaisys_model_open both open a model through.
+Result<PluginRegistry> load_registry(const OpenOptions& options);
 
 // ---- requests and outputs ----------------------------------------------------------------------
 

@@ -68,22 +68,32 @@ void deliver_to_callback(const std::shared_ptr<RequestRecord>& record) {
   }
 }
 
-Status open_engine(const char* model_path, const char* options_json, llaisys_engine** out) {
-  if (model_path == nullptr) return null_argument("model_path");
-  if (out == nullptr) return null_argument("engine");
-  const fs::path model(model_path);
-  LLAISYS_ASSIGN_OR_RETURN(OpenOptions options, parse_open_options(model, options_json));
+}  // namespace
+
+Result<PluginRegistry> load_registry(const OpenOptions& options) {
   std::error_code ec;
-  if (!fs::exists(model, ec)) {
+  if (!fs::exists(options.load.model_dir, ec)) {
     return make_error(ErrorCode::not_found, "model path '{}' does not exist (a model directory or a GGUF file)",
-                      model.string());
+                      options.load.model_dir.string());
   }
   const fs::path plugin_dir = options.plugin_dir.empty() ? plugin_dir_beside_library() : options.plugin_dir;
   if (!fs::is_directory(plugin_dir, ec)) {
     return make_error(ErrorCode::not_found, "plugin directory '{}' does not exist", plugin_dir.string());
   }
-  PluginRegistry registry;  // plugins stay loaded while the model made from them lives
+  PluginRegistry registry;
   registry.load_directory(plugin_dir);
+  return registry;
+}
+
+namespace {
+
+Status open_engine(const char* model_path, const char* options_json, llaisys_engine** out) {
+  if (model_path == nullptr) return null_argument("model_path");
+  if (out == nullptr) return null_argument("engine");
+  const fs::path model(model_path);
+  LLAISYS_ASSIGN_OR_RETURN(OpenOptions options, parse_open_options(model, options_json));
+  // Plugins stay loaded while the model made from them lives.
+  LLAISYS_ASSIGN_OR_RETURN(PluginRegistry registry, load_registry(options));
   LLAISYS_ASSIGN_OR_RETURN(app::ServedModel served, app::load_served_model(registry, options.load));
 
   auto engine = std::make_unique<llaisys_engine>();
@@ -186,22 +196,6 @@ void fill_info(const llaisys_engine& engine, llaisys_engine_info& out) {
   out.has_tokenizer = engine.text.tokenizer != nullptr;
   std::strncpy(out.chat_template_source, engine.text.chat_template_source.c_str(),
                sizeof(out.chat_template_source) - 1);
-}
-
-// Output structs: the caller's struct_size says how much it has room for; a larger one than this
-// library knows gets the known prefix (struct_size then says how much was filled).
-template <class T, class Fill>
-Status fill_sized(T* out, const char* name, Fill&& fill) {
-  if (out == nullptr) return null_argument(name);
-  if (out->struct_size < sizeof(uint32_t)) {
-    return make_error(ErrorCode::invalid_argument, "{}.struct_size must be set (to sizeof({}))", name, name);
-  }
-  T full{};
-  fill(full);
-  const std::size_t bytes = std::min<std::size_t>(out->struct_size, sizeof(T));
-  std::memcpy(out, &full, bytes);
-  out->struct_size = static_cast<uint32_t>(bytes);
-  return Status();
 }
 
 }  // namespace

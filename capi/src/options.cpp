@@ -98,4 +98,26 @@ Result<OpenOptions> parse_open_options(const std::filesystem::path& model, const
   return options;
 }
 
+Result<OpenOptions> parse_model_open_options(const std::filesystem::path& model, const char* options_json) {
+  if (options_json != nullptr) {
+    boost::system::error_code ec;
+    json::value parsed = json::parse(options_json, ec);
+    if (ec) return make_error(ErrorCode::invalid_argument, "model options are not valid JSON: {}", ec.message());
+    if (!parsed.is_object()) return Status(ErrorCode::invalid_argument, "model options must be a JSON object");
+    std::vector<std::string> unknown;
+    for (const auto& [key, value] : parsed.as_object()) {
+      if (std::find(std::begin(kModelOptionKeys), std::end(kModelOptionKeys), std::string_view(key)) ==
+          std::end(kModelOptionKeys)) {
+        unknown.push_back(fmt::format("'{}'", std::string_view(key)));
+      }
+    }
+    if (!unknown.empty()) {
+      return make_error(ErrorCode::invalid_argument, "unknown model option{} {} (known: {}; the engine's other "
+                        "options do not apply to a bare model)",
+                        unknown.size() > 1 ? "s" : "", fmt::join(unknown, ", "), fmt::join(kModelOptionKeys, ", "));
+    }
+  }
+  return parse_open_options(model, options_json);
+}
+
 }  // namespace llaisys::capi

@@ -1,5 +1,8 @@
-/* llaisys C API, version 1.0: the continuous-batching engine over a model directory or GGUF file,
- * for programs in C and for language bindings (the Python package builds on it).
+/* llaisys C API, version 1.1: the continuous-batching engine over a model directory or GGUF file,
+ * for programs in C and for language bindings (the Python package builds on it), and (since 1.1) a
+ * model-level API for tests and research: one model opened through the plugin registry, forward
+ * passes over batches whose KV blocks the caller manages, logits or hidden-state rows, KV block
+ * copies.
  *
  * C99, no C++ types. Link with -lllaisys (pkg-config llaisys, or CMake's llaisys::capi).
  *
@@ -24,10 +27,9 @@
  * Threading. Every function may be called from any thread, concurrently, on the same engine, except
  * that llaisys_engine_close must be the last call on its engine (no call on that engine may be in
  * progress or follow). The engine runs its model on a thread of its own; submit, poll, abort and
- * stats only exchange messages with it.
- *
- * Planned, not in this version: a model-level API for tests and research (open a model through
- * the plugin registry, forward a batch, read logits or hidden-state rows, copy KV blocks).
+ * stats only exchange messages with it. A model handle (llaisys_model_handle) is meant for one thread
+ * at a time: calls on it from several threads are serialized (they take turns, never run at once),
+ * llaisys_model_close must be its last call, and different handles are independent.
  */
 #ifndef LLAISYS_LLAISYS_H_
 #define LLAISYS_LLAISYS_H_
@@ -48,7 +50,7 @@ extern "C" {
 /* ---- versions and errors ---------------------------------------------------------------------- */
 
 #define LLAISYS_API_VERSION_MAJOR 1
-#define LLAISYS_API_VERSION_MINOR 0
+#define LLAISYS_API_VERSION_MINOR 1
 /* (major << 16) | minor, what llaisys_version() returns */
 #define LLAISYS_API_VERSION ((LLAISYS_API_VERSION_MAJOR << 16) | LLAISYS_API_VERSION_MINOR)
 
@@ -300,6 +302,98 @@ LLAISYS_API llaisys_status llaisys_engine_decode(const llaisys_engine* engine, c
 LLAISYS_API llaisys_status llaisys_engine_apply_chat_template(const llaisys_engine* engine,
                                                               const char* messages_json,
                                                               const char* options_json, char** text);
+
+/* ---- model (since 1.1): one model, forward passes, KV blocks the caller manages ----------------- */
+/* For tests and research: what the engine does per step, by hand. No tokenizer, no scheduler, no
+ * sampling: token ids in, logits or final hidden-state rows out. The caller owns the KV layout: it
+ * sizes the pool with llaisys_model_init_kv_cache, gives each sequence a table of block ids (block b
+ * holds the K/V of positions [b * block_size, (b + 1) * block_size)), and a forward pass writes each
+ * token's K/V into the block its position falls in, reading the earlier positions' K/V from the
+ * blocks before. Which sequences share or own blocks is entirely the caller's business. */
+
+typedef struct llaisys_model_handle llaisys_model_handle;
+
+/* Opens a Hugging Face model directory or a GGUF file through the plugin registry, as
+ * llaisys_engine_open does (same plugins, same loading), without an engine or tokenizer.
+ * options_json: NULL or a JSON object with any of the engine options that concern the model:
+ *   "threads" [0, 4096] (0: all cores), "device" ("cpu" or "cuda:N"), "model_options" (the plugin's,
+ *   an object), "plugin_dir" (default: llaisys/plugins beside this library).
+ * Another key (an engine option included) is refused with a message naming it.
+ * Errors: as llaisys_engine_open. The model has no KV cache until llaisys_model_init_kv_cache. */
+LLAISYS_API llaisys_status llaisys_model_open(const char* model_path, const char* options_json,
+                                              llaisys_model_handle** model);
+
+/* Frees the model and its KV cache. NULL is ignored. */
+LLAISYS_API void llaisys_model_close(llaisys_model_handle* model);
+
+typedef struct llaisys_model_props {
+  uint32_t struct_size;          /* in: sizeof(llaisys_model_props); out: the bytes filled */
+  char architecture[64];         /* e.g. "Qwen2ForCausalLM" (as the plugin names it) */
+  int32_t vocab_size;            /* width of a logits row */
+  int32_t hidden_size;           /* width of a hidden-state row */
+  int32_t max_context;           /* positions the model supports: [0, max_context) */
+  int32_t num_layers;
+  int32_t num_kv_heads;
+  int32_t head_dim;
+  int32_t bos_token_id;          /* -1 when none */
+  int32_t num_eos_token_ids;
+  int32_t eos_token_ids[8];
+  int32_t sliding_window;        /* > 0: every layer attends the last sliding_window positions */
+  uint64_t kv_bytes_per_token;   /* K + V, all layers */
+  uint64_t weight_bytes;         /* weights read per forward pass */
+} llaisys_model_props;
+
+LLAISYS_API llaisys_status llaisys_model_get_info(const llaisys_model_handle* model, llaisys_model_props* info);
+
+/* Allocates the KV pool: num_blocks blocks of block_size token slots, all layers, on the model's
+ * device, dropping any previous contents (every block table made before is void). num_blocks in
+ * [1, 2^24], block_size in [1, 1024], num_seq_slots >= 0 (sampling state, unused by this API: 0 is
+ * fine). Must precede the first forward pass. OUT_OF_MEMORY when the pool does not fit. */
+LLAISYS_API llaisys_status llaisys_model_init_kv_cache(llaisys_model_handle* model, int32_t num_blocks,
+                                                       int32_t block_size, int32_t num_seq_slots);
+
+/* what a forward pass writes per output row */
+#define LLAISYS_FORWARD_LOGITS 0 /* vocab_size floats: the next token's logits */
+#define LLAISYS_FORWARD_HIDDEN 1 /* hidden_size floats: the final-norm hidden state (embeddings) */
+
+/* One forward pass: tokens of several sequences, as a structure of arrays. Every pointer is read
+ * during the call only. */
+typedef struct llaisys_model_batch {
+  uint32_t struct_size;                 /* sizeof(llaisys_model_batch) */
+  int32_t num_tokens;                   /* >= 0 */
+  const int32_t* token_ids;             /* [num_tokens], each in [0, vocab_size) */
+  const int32_t* positions;             /* [num_tokens], in [0, max_context) */
+  const int32_t* seq_indices;           /* [num_tokens], in [0, num_seqs) */
+  int32_t num_seqs;
+  const int32_t* const* block_tables;   /* [num_seqs] -> [block_table_lens[s]] block ids in [0, num_blocks) */
+  const int32_t* block_table_lens;      /* [num_seqs] */
+  int32_t num_outputs;                  /* rows written */
+  const int32_t* output_token_indices;  /* [num_outputs], in [0, num_tokens); row r is token [r]'s */
+  int32_t output_kind;                  /* LLAISYS_FORWARD_LOGITS or LLAISYS_FORWARD_HIDDEN */
+} llaisys_model_batch;
+
+/* Runs one forward pass over `batch` and writes its output rows, row r (of num_outputs) at
+ * rows_out + r * width, width vocab_size (LOGITS) or hidden_size (HIDDEN).
+ * Rules, each checked before anything runs (INVALID_ARGUMENT naming the token, sequence or block, and
+ * nothing changes): a sequence's tokens in the batch have consecutive positions, in batch order;
+ * its block table covers every position of its tokens (position / block_size < its length); every
+ * block id is inside the pool (with a sliding window, leading entries wholly before the window may be
+ * -1); positions inside the context; rows_capacity (in floats) at least num_outputs * width.
+ * A token at position p attends the K/V written earlier at positions [0, p) of its sequence's blocks
+ * (by this or earlier passes) and its own. The rows of a token depend only on its sequence's tokens,
+ * never on the rest of the batch (bit-exact on the CPU). Needs llaisys_model_init_kv_cache first. */
+LLAISYS_API llaisys_status llaisys_model_forward(llaisys_model_handle* model, const llaisys_model_batch* batch,
+                                                 float* rows_out, size_t rows_capacity);
+
+/* Copies the K/V of whole blocks, all layers, in array order (a later copy sees an earlier one's
+ * result). Blocks in [0, num_blocks). count 0 does nothing (copies may then be NULL). */
+typedef struct llaisys_kv_block_copy {
+  int32_t src;
+  int32_t dst;
+} llaisys_kv_block_copy;
+
+LLAISYS_API llaisys_status llaisys_model_copy_blocks(llaisys_model_handle* model,
+                                                     const llaisys_kv_block_copy* copies, int32_t count);
 
 #ifdef __cplusplus
 }
