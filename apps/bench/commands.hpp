@@ -21,6 +21,9 @@ void add_model_command(CLI::App& app, int& exit_code);
 // The engine: aggregate tokens/s of 32 sequences against 1, and time to first token with and without
 // the prefix cache (bench_engine.cpp).
 void add_engine_command(CLI::App& app, int& exit_code);
+// Speculative decoding at batch 1: replayed (always right) and always-wrong drafts against none
+// (bench_speculative.cpp).
+void add_speculative_command(CLI::App& app, int& exit_code);
 
 // The prefix cache: microseconds per evict(1) at 1k, 10k and 100k cached blocks (bench_kv.cpp).
 void add_kv_command(CLI::App& app, int& exit_code);

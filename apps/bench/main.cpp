@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   llaisys::bench::add_tokenizer_command(app, exit_code);
   llaisys::bench::add_model_command(app, exit_code);
   llaisys::bench::add_engine_command(app, exit_code);
+  llaisys::bench::add_speculative_command(app, exit_code);
   llaisys::bench::add_kv_command(app, exit_code);
   llaisys::bench::add_structured_command(app, exit_code);
 #ifdef LLAISYS_HAVE_CUDA

@@ -51,7 +51,17 @@ void add_engine_options(CLI::App& cmd, EngineOptions& options) {
   cmd.add_option("--seed", options.seed, "seed for requests without their own seed");
 }
 
+void add_speculative_options(CLI::App& cmd, EngineOptions& options) {
+  cmd.add_option("--speculative", options.speculative,
+                 "speculative decoding for greedy requests: none, or ngram (prompt lookup)")
+      ->capture_default_str()->check(CLI::IsMember({"none", "ngram"}));
+  cmd.add_option("--num-speculative-tokens", options.num_speculative_tokens, "draft tokens verified per decode step")
+      ->capture_default_str()->check(CLI::Range(1, kMaxSpeculativeTokens));
+}
+
 Status validate_engine_options(const EngineOptions& o) {
+  LLAISYS_RETURN_IF_ERROR(parse_speculative_method(o.speculative).status());
+  LLAISYS_RETURN_IF_ERROR(check_range("num_speculative_tokens", o.num_speculative_tokens, ValueRange{1, kMaxSpeculativeTokens}));
   LLAISYS_RETURN_IF_ERROR(check_range("max_context", o.max_context, kMaxContext));
   LLAISYS_RETURN_IF_ERROR(check_range("max_num_seqs", o.max_num_seqs, kMaxNumSeqs));
   LLAISYS_RETURN_IF_ERROR(check_range("max_batched_tokens", o.max_batched_tokens, kBatchedTokens));
@@ -67,7 +77,9 @@ EngineConfig to_engine_config(const EngineOptions& options, std::string cache_na
           .max_context = options.max_context,
           .enable_prefix_cache = !options.no_prefix_cache,
           .cache_namespace = std::move(cache_namespace),
-          .seed = options.seed};
+          .seed = options.seed,
+          .speculative = parse_speculative_method(options.speculative).value_or(SpeculativeMethod::none),
+          .num_speculative_tokens = options.num_speculative_tokens};
 }
 
 Result<ServedModel> load_served_model(const PluginRegistry& registry, const ModelLoadOptions& options) {

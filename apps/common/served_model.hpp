@@ -28,16 +28,23 @@ struct EngineOptions {
   int32_t block_size = 16;
   bool no_prefix_cache = false;
   std::optional<uint64_t> seed;         // seeds requests without their own seed
+  std::string speculative = "none";     // none or ngram (EngineConfig::speculative)
+  int32_t num_speculative_tokens = 4;
 };
 
 // --max-context, --max-num-seqs, --max-batched-tokens, --kv-cache-mb, --block-size,
 // --no-prefix-cache, --seed.
 void add_engine_options(CLI::App& cmd, EngineOptions& options);
 
+// --speculative none|ngram, --num-speculative-tokens K (apart from add_engine_options: not every
+// app offers speculation yet).
+void add_speculative_options(CLI::App& cmd, EngineOptions& options);
+
 // Every value within its range (a TOML file skips the flags' checks): max_context [0, 2^24],
 // max_num_seqs [1, 4096], max_batched_tokens [1, 2^20], kv_cache_mb [1, 2^24], block_size [1, 1024].
 Status validate_engine_options(const EngineOptions& options);
 
+// options must have passed validate_engine_options (an unknown speculative method reads as none).
 EngineConfig to_engine_config(const EngineOptions& options, std::string cache_namespace = {});
 
 struct ModelLoadOptions {

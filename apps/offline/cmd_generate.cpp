@@ -313,6 +313,7 @@ void add_generate_command(CLI::App& app, const CommonOptions& common, int& exit_
   cmd->add_option("--max-tokens", options->default_max_tokens, "default max_tokens per request")->capture_default_str();
   cmd->add_option("--temperature", options->default_temperature, "default temperature (0: greedy)")->capture_default_str();
   app::add_engine_options(*cmd, options->engine);
+  app::add_speculative_options(*cmd, options->engine);
   cmd->add_option("--top-logits", options->top_logits,
                   "debugging: add the K largest raw logits of every generated step to each result ('top_logits')")
       ->check(CLI::Range(0, 1000));

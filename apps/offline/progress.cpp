@@ -69,7 +69,13 @@ std::string format_summary(const BatchTotals& totals, const EngineStats& stats, 
       totals.num_requests, totals.num_failed, reasons.empty() ? "" : "; choices: " + reasons, totals.prompt_tokens,
       totals.cached_prompt_tokens, totals.generated_tokens, seconds, gen_rate, all_rate,
       100.0 * stats.prefix_hit_rate(), stats.prefix_hit_tokens, stats.prefix_query_tokens, stats.num_preemptions,
-      stats.num_steps);
+      stats.num_steps) +
+         (stats.num_draft_tokens == 0
+              ? std::string()
+              : fmt::format("  speculative: {} of {} draft tokens accepted ({:.1f}%)\n", stats.num_accepted_draft_tokens,
+                            stats.num_draft_tokens,
+                            100.0 * static_cast<double>(stats.num_accepted_draft_tokens) /
+                                static_cast<double>(stats.num_draft_tokens)));
 }
 
 }  // namespace llaisys::offline

@@ -97,6 +97,25 @@ Result<bool> read_engine_key(std::string_view key, const toml::node& node, const
     engine.seed = static_cast<uint64_t>(seed);
     return true;
   }
+  if (key == "speculative") {  // speculative = { method = "ngram", num_tokens = 4 }
+    const toml::table* table = node.as_table();
+    if (table == nullptr) {
+      return make_error(ErrorCode::invalid_argument,
+                        "{}: 'speculative' must be a table, e.g. speculative = {{ method = \"ngram\", num_tokens = 4 }}",
+                        where);
+    }
+    for (const auto& [k, value] : *table) {
+      if (k.str() == "method") {
+        LLAISYS_RETURN_IF_ERROR(read_value(value, "speculative.method", where, engine.speculative));
+      } else if (k.str() == "num_tokens") {
+        LLAISYS_RETURN_IF_ERROR(read_value(value, "speculative.num_tokens", where, engine.num_speculative_tokens));
+      } else {
+        return make_error(ErrorCode::invalid_argument, "{}: unknown key 'speculative.{}' (method, num_tokens)", where,
+                          k.str());
+      }
+    }
+    return true;
+  }
   return false;
 }
 
@@ -301,6 +320,7 @@ void add_server_options(CLI::App& app, ServerConfig& c) {
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error or off")->capture_default_str();
   app.add_option("--device", c.device, "cpu or cuda:N")->capture_default_str();
   app::add_engine_options(app, c.engine);
+  app::add_speculative_options(app, c.engine);
 }
 
 Status validate_server_config(const ServerConfig& c) {

@@ -90,6 +90,7 @@ constexpr auto kFields = std::to_array<RequestField>({
     honoured("stop_token_ids", kGenerate),
     honoured("skip_special_tokens", kGenerate),
     honoured("cache_salt", kGenerate),
+    honoured("speculative", kGenerate),  // llaisys: false opts this request out of --speculative
     honoured("chat_template_kwargs", kChat),
     honoured("guided_json", kGenerate),
     honoured("guided_regex", kGenerate),

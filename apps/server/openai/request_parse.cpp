@@ -112,6 +112,8 @@ Status parse_common(const json::object& body, const ModelTextContext& model, Par
   }
   LLAISYS_ASSIGN_OR_RETURN(std::optional<bool> ignore_eos, bool_field(body, "ignore_eos"));
   r.stop.ignore_eos = ignore_eos.value_or(false);
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<bool> speculative, bool_field(body, "speculative"));
+  r.speculative = speculative.value_or(true);
   LLAISYS_ASSIGN_OR_RETURN(std::optional<bool> skip_special, bool_field(body, "skip_special_tokens"));
   r.skip_special_tokens = skip_special.value_or(true);
   LLAISYS_ASSIGN_OR_RETURN(std::optional<int64_t> min_tokens, int_field(body, "min_tokens"));

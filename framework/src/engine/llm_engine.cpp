@@ -51,6 +51,18 @@ Status check_prompt(std::span<const TokenId> prompt, int32_t vocab_size) {
   return Status();
 }
 
+// Which requests speculate. Verification is exact for greedy rows whose sampling does not depend on
+// the tokens before them within the step: penalties and min_tokens do (their counts and biases are
+// set once per step), a grammar's mask advances per token. Sampled rows would need speculative
+// sampling (min(1, p/q) acceptance); n > 1, logprobs and top logits are left for a later slice.
+// Every other request decodes as without speculation.
+bool speculates(const GenerateRequest& request) {
+  const SamplingParams& p = request.sampling;
+  return request.speculative && request.n == 1 && p.greedy() && p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f &&
+         p.frequency_penalty == 0.0f && p.num_logprobs < 0 && p.num_top_logits == 0 &&
+         request.stop.min_tokens == 0 && !request.grammar && request.num_prompt_logprobs < 0;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LLMEngine>> LLMEngine::create(EngineModel model, const EngineConfig& config,
@@ -90,10 +102,17 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(EngineModel model, const En
   constexpr int64_t kPromptLogitsBytes = int64_t{64} << 20;
   const auto prompt_logprob_tokens = static_cast<int32_t>(std::clamp<int64_t>(
       kPromptLogitsBytes / (int64_t{std::max(info.vocab_size, 1)} * 4), 1, config.max_num_batched_tokens));
+  if (config.num_speculative_tokens < 0 || config.num_speculative_tokens > kMaxSpeculativeTokens) {
+    return make_error(ErrorCode::invalid_argument, "num_speculative_tokens must be in [0, {}], got {}",
+                      kMaxSpeculativeTokens, config.num_speculative_tokens);
+  }
+  std::shared_ptr<DraftProposer> proposer = config.proposer;
+  if (!proposer && config.speculative == SpeculativeMethod::ngram) proposer = std::make_shared<NgramProposer>();
   BatchScheduler scheduler({.max_num_seqs = config.max_num_seqs,
                             .max_num_batched_tokens = config.max_num_batched_tokens,
                             .max_context = max_context,
-                            .max_prompt_logprob_tokens = prompt_logprob_tokens},
+                            .max_prompt_logprob_tokens = prompt_logprob_tokens,
+                            .proposer = proposer},
                            {.num_blocks = num_blocks,
                             .block_size = config.block_size,
                             .enable_prefix_cache = config.enable_prefix_cache,
@@ -173,7 +192,10 @@ Status LLMEngine::add_request(RequestId id, GenerateRequest request, TimePoint a
                                                   .n = request.n,
                                                   .cache_namespace = state_->config.cache_namespace + '\x1f' + request.cache_salt,
                                                   .use_prefix_cache = request.num_prompt_logprobs < 0,
-                                                  .prompt_logprobs = request.num_prompt_logprobs >= 0}));
+                                                  .prompt_logprobs = request.num_prompt_logprobs >= 0,
+                                                  .num_speculative_tokens = speculates(request)
+                                                                                ? state_->config.num_speculative_tokens
+                                                                                : 0}));
   const bool nothing_to_generate = request.stop.max_tokens == 0;
   state_->outputs.add_generate(id, std::move(request), seqs, arrival);
   if (nothing_to_generate) {
@@ -292,6 +314,8 @@ EngineStats LLMEngine::stats() const {
           .num_preemptions = scheduler.num_preemptions,
           .num_computed_tokens = state_->num_computed_tokens,
           .num_generated_tokens = state_->outputs.num_generated_tokens(),
+          .num_draft_tokens = scheduler.num_draft_tokens,
+          .num_accepted_draft_tokens = scheduler.num_accepted_draft_tokens,
           .num_steps = state_->num_steps,
           .num_failed_steps = state_->num_failed_steps,
           .num_finished = state_->outputs.num_finished(),

@@ -152,9 +152,13 @@ SamplingRows& OutputProcessor::sampling_rows(const SchedulerOutput& plan) {
       RequestState* r = nullptr;
       Choice* c = choice_of(target, &r);
       if (c == nullptr || c->finished) continue;
-      if (Status status = sampling_.add(*r, *c, index, chunk.end_position(), info_, slots_); !status.ok()) {
-        log::error("engine: sequence {}: {}", target, status.message());
-        finish_choice(*r, *c, FinishReason::error, status.message());
+      // A speculative chunk samples at its last token and after every draft, in position order.
+      for (int32_t d = chunk.num_draft_tokens; d >= 0; --d) {
+        if (Status status = sampling_.add(*r, *c, index, chunk.end_position() - d, info_, slots_); !status.ok()) {
+          log::error("engine: sequence {}: {}", target, status.message());
+          finish_choice(*r, *c, FinishReason::error, status.message());
+          break;
+        }
       }
     }
   }
@@ -197,6 +201,12 @@ StepResult OutputProcessor::process(const SchedulerOutput& plan, const StepRows&
       result.updates.push_back(update);
       continue;
     }
+    // Speculative chunks: rows go in position order; row j's token counts while every earlier
+    // row's token equalled the draft row j read after. A stop rule ends the choice, so later rows
+    // are dropped as if never sampled.
+    std::optional<SeqUpdate> verified;
+    int32_t num_verified_rows = 0;
+    bool verifying = true;
     for (; row < sampling_.size() && sampling_.chunk(row) == index; ++row) {
       Choice* c = choice_of(sampling_.seq(row), &r);
       if (c == nullptr) continue;
@@ -207,8 +217,22 @@ StepResult OutputProcessor::process(const SchedulerOutput& plan, const StepRows&
         continue;
       }
       if (c->finished) continue;
-      result.updates.push_back(apply_token(*r, *c, rows, row, chunk.end_position()));
+      if (chunk.num_draft_tokens == 0) {
+        result.updates.push_back(apply_token(*r, *c, rows, row, chunk.end_position()));
+        continue;
+      }
+      if (!verifying) continue;
+      const int32_t j = num_verified_rows++;
+      SeqUpdate update = apply_token(*r, *c, rows, row, chunk.start_position + 1 + j);
+      if (!verified) {
+        verified = std::move(update);
+      } else {
+        verified->extra_tokens.push_back(*update.token);
+        verified->finish = update.finish;
+      }
+      verifying = j < chunk.num_draft_tokens && rows.token(row) == chunk.token_ids[static_cast<std::size_t>(j) + 1];
     }
+    if (verified) result.updates.push_back(std::move(*verified));
   }
   return result;
 }

@@ -80,7 +80,8 @@ Result<std::vector<SeqId>> BatchScheduler::add(SchedulerRequest request) {
                .output_kind = request.output_kind,
                .use_prefix_cache = request.use_prefix_cache,
                .prompt_logprobs = request.prompt_logprobs,
-               .cache_namespace = request.cache_namespace};
+               .cache_namespace = request.cache_namespace,
+               .num_speculative_tokens = request.n == 1 ? request.num_speculative_tokens : 0};
     ids.push_back(s.id);
     seqs.push_back(std::move(s));
   }
@@ -150,7 +151,17 @@ bool BatchScheduler::schedule_running(SchedulerOutput& out, Budget& budget) {
     Sequence& s = it->second;
     int32_t n = std::min(s.num_uncomputed_tokens(), budget.chunk_limit(s));
     if (n <= 0) continue;
-    while (!kv_->can_append(s.id, n)) {
+    std::vector<TokenId> drafts = propose_drafts(s, budget.tokens - 1);
+    const auto num_drafts = static_cast<int32_t>(drafts.size());
+    if (num_drafts > 0 && kv_->can_append(s.id, n + num_drafts)) {
+      if (Status status = kv_->append(s.id, n + num_drafts, out.block_copies); status.ok()) {
+        budget.take(s, n + num_drafts);
+        add_chunk(out, s, n, drafts);
+        scheduled.insert(s.id);
+        continue;
+      }
+    }
+    while (!kv_->can_append(s.id, n)) {  // drafts that do not fit are dropped, never worth a preemption
       auto victim = std::find_if(running_.rbegin(), running_.rend(),
                                  [&](SeqId v) { return v != s.id && !scheduled.contains(v); });
       if (victim == running_.rend()) break;
@@ -212,7 +223,48 @@ void BatchScheduler::schedule_waiting(SchedulerOutput& out, Budget& budget) {
   }
 }
 
-void BatchScheduler::add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_tokens) {
+std::vector<TokenId> BatchScheduler::propose_drafts(Sequence& s, int32_t max_drafts) {
+  std::vector<TokenId> drafts;
+  if (!config_.proposer || s.num_speculative_tokens <= 0 || s.num_uncomputed_tokens() != 1 ||
+      !s.pending_forks.empty() || s.output_kind != OutputKind::logits) {
+    return drafts;
+  }
+  if (s.speculation_skip > 0) {
+    --s.speculation_skip;
+    return drafts;
+  }
+  // Every draft takes a KV slot and may become a token: stay inside the context and the pool.
+  max_drafts = std::min({max_drafts, s.num_speculative_tokens, max_sequence_tokens() - s.num_tokens()});
+  if (max_drafts <= 0) return drafts;
+  config_.proposer->propose(s.tokens, s.num_prompt_tokens, max_drafts, drafts);
+  if (static_cast<int32_t>(drafts.size()) > max_drafts) drafts.resize(static_cast<std::size_t>(max_drafts));
+  return drafts;
+}
+
+void BatchScheduler::settle_speculation(Sequence& s, std::span<const TokenId> drafts, int32_t num_appended) {
+  // The chunk computed the last token and every draft; the appended tokens are the drafts the model
+  // agreed with, then its own token (or fewer, cut by a stop rule). The K/V at a draft's position is
+  // valid only if that draft was appended, and the last appended token has none yet: so everything
+  // but the last appended token is computed. With nothing appended the last token's K/V is still
+  // valid (the "no token" check below then ends the sequence).
+  s.num_computed_tokens += std::max(num_appended, 1);
+  kv_->truncate(s.id, s.num_computed_tokens);  // rejected drafts' slots go before anything is cached
+  kv_->commit(s.id, s.computed());
+  const std::span<const TokenId> appended = std::span<const TokenId>(s.tokens).last(
+      static_cast<std::size_t>(std::max(num_appended, 0)));
+  const auto accepted = static_cast<int32_t>(
+      std::mismatch(appended.begin(), appended.end(), drafts.begin(), drafts.end()).first - appended.begin());
+  num_draft_tokens_ += static_cast<int64_t>(drafts.size());
+  num_accepted_draft_tokens_ += accepted;
+  if (accepted > 0) {
+    s.speculation_backoff = 0;
+  } else {  // a proposer that keeps missing costs a wide pass per step: probe less and less often
+    s.speculation_backoff = std::min(std::max(2 * s.speculation_backoff, 1), 32);
+    s.speculation_skip = s.speculation_backoff;
+  }
+}
+
+void BatchScheduler::add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_tokens, std::span<const TokenId> drafts) {
   const auto start = static_cast<std::size_t>(s.num_computed_tokens);
   ScheduledChunk chunk{.seq = s.id,
                        .request_id = s.request_id,
@@ -221,15 +273,17 @@ void BatchScheduler::add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_to
                                                          s.tokens.begin() + static_cast<std::ptrdiff_t>(start) + num_tokens),
                        .output_kind = s.output_kind,
                        .completes_sequence = s.num_computed_tokens + num_tokens == s.num_tokens(),
-                       .num_cached_tokens = s.num_cached_tokens};
+                       .num_cached_tokens = s.num_cached_tokens,
+                       .num_draft_tokens = static_cast<int32_t>(drafts.size())};
+  chunk.token_ids.insert(chunk.token_ids.end(), drafts.begin(), drafts.end());
   const std::span<const BlockId> table = kv_->block_table(s.id);
   chunk.block_table.assign(table.begin(), table.end());
   if (chunk.completes_sequence && s.output_kind == OutputKind::logits) {
     chunk.sample_for.push_back(s.id);
     chunk.sample_for.insert(chunk.sample_for.end(), s.pending_forks.begin(), s.pending_forks.end());
   }
-  out.num_batched_tokens += num_tokens;
-  scheduled_chunks_.emplace_back(s.id, num_tokens);
+  out.num_batched_tokens += chunk.num_tokens();
+  scheduled_chunks_.push_back({.seq = s.id, .num_tokens = num_tokens, .drafts = {drafts.begin(), drafts.end()}});
   out.chunks.push_back(std::move(chunk));
 }
 
@@ -250,14 +304,19 @@ void BatchScheduler::update(const StepResult& result) {
     kv_step_.reset();
   }
   admitted_.clear();
-  for (const auto& [id, n] : scheduled_chunks_) {
-    auto it = sequences_.find(id);
+  std::vector<ScheduledTokens> speculative;  // settled once their tokens are appended
+  for (ScheduledTokens& chunk : scheduled_chunks_) {
+    auto it = sequences_.find(chunk.seq);
     if (it == sequences_.end() || it->second.status != SeqStatus::running) continue;
-    it->second.num_computed_tokens += n;
-    kv_->commit(id, it->second.computed());
+    if (!chunk.drafts.empty()) {
+      speculative.push_back(std::move(chunk));
+      continue;
+    }
+    it->second.num_computed_tokens += chunk.num_tokens;
+    kv_->commit(chunk.seq, it->second.computed());
   }
   std::vector<SeqId> touched;
-  for (const auto& [id, n] : scheduled_chunks_) touched.push_back(id);
+  for (const ScheduledTokens& chunk : scheduled_chunks_) touched.push_back(chunk.seq);
   scheduled_chunks_.clear();
 
   // Choices waiting for their prompt fork from choice 0 before anything else changes.
@@ -282,11 +341,18 @@ void BatchScheduler::update(const StepResult& result) {
     running_.push_back(child.id);
     touched.push_back(child.id);
   }
+  std::unordered_map<SeqId, int32_t> num_appended;
   for (const SeqUpdate& u : result.updates) {
     auto it = sequences_.find(u.seq);
     if (it != sequences_.end() && it->second.status == SeqStatus::running && u.token) {
       it->second.tokens.push_back(*u.token);
+      it->second.tokens.insert(it->second.tokens.end(), u.extra_tokens.begin(), u.extra_tokens.end());
+      num_appended[u.seq] += 1 + static_cast<int32_t>(u.extra_tokens.size());
     }
+  }
+  for (const ScheduledTokens& chunk : speculative) {
+    auto it = num_appended.find(chunk.seq);
+    settle_speculation(seq(chunk.seq), chunk.drafts, it == num_appended.end() ? 0 : it->second);
   }
   for (const SeqUpdate& u : result.updates) {
     auto it = sequences_.find(u.seq);
@@ -342,7 +408,7 @@ void BatchScheduler::finish(Sequence& s, SeqStatus status, std::string detail,
   if (kv_->contains(id)) kv_->release(id, s.computed());
   std::erase(running_, id);
   if (auto w = std::find(waiting_.begin(), waiting_.end(), id); w != waiting_.end()) waiting_.erase(w);
-  std::erase_if(scheduled_chunks_, [id](const auto& entry) { return entry.first == id; });
+  std::erase_if(scheduled_chunks_, [id](const ScheduledTokens& entry) { return entry.seq == id; });
   std::erase_if(admitted_, [id](const Admission& a) { return a.seq == id; });
   const std::vector<SeqId> orphans = s.pending_forks;  // choices that never forked end with it
   if (report != nullptr) {
@@ -367,6 +433,8 @@ SchedulerStats BatchScheduler::stats() const {
           .num_preemptions = num_preemptions_,
           .prefix_query_tokens = prefix_query_tokens_,
           .prefix_hit_tokens = prefix_hit_tokens_,
+          .num_draft_tokens = num_draft_tokens_,
+          .num_accepted_draft_tokens = num_accepted_draft_tokens_,
           .kv = kv_->stats()};
 }
 

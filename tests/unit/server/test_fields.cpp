@@ -39,12 +39,13 @@ std::string describe(const ParsedGenerate& p) {
       "kind={} prompt={} temperature={} top_k={} top_p={} min_p={} repetition={} presence={} frequency={} seed={} "
       "bias={} num_logprobs={} top_logits={} max_tokens={} min_tokens={} stop_ids={} stop={} ignore_eos={} n={} "
       "skip_special={} salt={} grammar={} prompt_logprobs={} best_of={} stream={} usage={} logprobs={} top={} "
-      "tools={} echo={}",
+      "tools={} echo={} speculative={}",
       static_cast<int>(p.kind), r.prompt_ids, s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty,
       s.presence_penalty, s.frequency_penalty, s.seed ? std::to_string(*s.seed) : "-", s.logit_bias, s.num_logprobs,
       s.num_top_logits, r.stop.max_tokens ? *r.stop.max_tokens : -1, r.stop.min_tokens, r.stop.stop_token_ids,
       r.stop.stop, r.stop.ignore_eos, r.n, r.skip_special_tokens, r.cache_salt, r.grammar != nullptr,
-      r.num_prompt_logprobs, p.best_of, p.stream, p.include_usage, p.logprobs, p.top_logprobs, p.parse_tools, p.echo);
+      r.num_prompt_logprobs, p.best_of, p.stream, p.include_usage, p.logprobs, p.top_logprobs, p.parse_tools, p.echo,
+      r.speculative);
   for (const CompletionPrompt& prompt : p.prompts) {
     out += fmt::format(" [ids={} text={} max_tokens={}]", prompt.ids, prompt.text, prompt.max_tokens);
   }
@@ -131,6 +132,7 @@ const std::map<std::string, Sample>& honoured_samples() {
       {"stop_token_ids", {"[5]"}},
       {"skip_special_tokens", {"false"}},
       {"cache_salt", {R"("tenant-a")"}},
+      {"speculative", {"false"}},
       {"guided_json", {R"({"type": "object"})"}},
       {"guided_regex", {R"("[a-z]+")"}},
       {"guided_choice", {R"(["yes", "no"])"}},

@@ -3,14 +3,19 @@
 // llaisys' and vLLM's names. The drain's end-to-end behaviour (signals, cut streams, exit codes) is
 // tests/e2e/server/suites/drain.test.mjs.
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <map>
-#include <regex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "drain.hpp"
 #include "metrics.hpp"
@@ -60,7 +65,7 @@ double sample(const std::string& text, const std::string& series) {
 
 }  // namespace
 
-TEST_CASE("drain: tickets count requests in flight; begin runs on_idle once, when the last is released") {
+TEST_CASE("drain: tickets count requests in flight, begin runs on_idle once, when the last is released") {
   Drain drain;
   int idle = 0;
   int cuts = 0;
@@ -89,7 +94,7 @@ TEST_CASE("drain: tickets count requests in flight; begin runs on_idle once, whe
   CHECK(idle == 1);  // on_idle ran once
 }
 
-TEST_CASE("drain: begin with nothing in flight is idle at once; tickets released from many threads") {
+TEST_CASE("drain: begin with nothing in flight is idle at once, tickets released from many threads") {
   Drain quiet;
   int idle = 0;
   CHECK(quiet.begin([&] { ++idle; }));
@@ -205,4 +210,46 @@ TEST_CASE("metrics: the Model Server Protocol's series under vLLM's names equal 
                               "llaisys_prefix_cache_queries_total", "vllm:num_preemptions_total"}) {
     CHECK(text.find(std::string("# TYPE ") + counter + " counter\n") != std::string::npos);
   }
+}
+
+namespace {
+
+// parse_command_line on `llaisys-server --config FILE --model m=/x ARGS...` with `toml` in FILE.
+std::pair<std::optional<int>, ServerConfig> parse_with(const std::string& toml, std::vector<std::string> args = {}) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / fmt::format("llaisys-lifecycle-{}.toml", ::getpid());
+  std::ofstream(file) << toml;
+  args.insert(args.begin(), {"llaisys-server", "--config", file.string(), "--model", "m=/x"});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  ServerConfig config;
+  auto code = parse_command_line(static_cast<int>(argv.size()), argv.data(), config);
+  std::filesystem::remove(file);
+  return {code, std::move(config)};
+}
+
+}  // namespace
+
+TEST_CASE("config: --drain-timeout and speculative decoding, from flags and the file") {
+  CHECK(parse_with("[server]\n").second.drain_timeout_s == 30);
+  CHECK(parse_with("[server]\ndrain_timeout = 5\n").second.drain_timeout_s == 5);
+  CHECK(parse_with("[server]\n", {"--drain-timeout", "0"}).second.drain_timeout_s == 0);
+  CHECK(parse_with("[server]\ndrain_timeout = -1\n").first == 2);
+  CHECK(parse_with("[server]\ndrain_timeout = 86401\n").first == 2);
+
+  const auto spec = parse_with("[server]\nspeculative = { method = \"ngram\", num_tokens = 6 }\n");
+  REQUIRE_FALSE(spec.first.has_value());
+  CHECK(spec.second.engine.speculative == "ngram");
+  CHECK(spec.second.engine.num_speculative_tokens == 6);
+  const auto flags = parse_with("[server]\n", {"--speculative", "ngram", "--num-speculative-tokens", "3"});
+  REQUIRE_FALSE(flags.first.has_value());
+  CHECK(flags.second.engine.speculative == "ngram");
+  CHECK(flags.second.engine.num_speculative_tokens == 3);
+  for (const char* bad : {"speculative = \"ngram\"\n", "speculative = { method = \"eagle\" }\n",
+                          "speculative = { method = \"ngram\", num_tokens = 0 }\n",
+                          "speculative = { method = \"ngram\", tokens = 4 }\n"}) {
+    INFO(bad);
+    CHECK(parse_with(std::string("[server]\n") + bad).first == 2);
+  }
+  CHECK(parse_with("[[model]]\nname = \"m2\"\npath = \"/y\"\nspeculative = { method = \"bogus\" }\n").first == 2);
 }

@@ -31,6 +31,7 @@
 #include "llaisys/engine/engine_model.hpp"
 #include "llaisys/engine/request.hpp"
 #include "llaisys/kv/kv_store.hpp"
+#include "llaisys/scheduler/draft_proposer.hpp"
 #include "llaisys/text/tokenizer.hpp"
 
 namespace llaisys {
@@ -45,9 +46,16 @@ struct EngineConfig {
   bool enable_prefix_cache = true;
   std::string cache_namespace;             // this model's key space in the prefix cache
   std::optional<uint64_t> seed;            // seeds unseeded requests; unset: std::random_device
+  // Speculative decoding (greedy-exact): each decode step of an eligible request also verifies up to
+  // num_speculative_tokens drafts. Eligible, in this version: n = 1, greedy (temperature 0), no
+  // penalties, min_tokens, logprobs, top logits or grammar; every other request decodes as without.
+  SpeculativeMethod speculative = SpeculativeMethod::none;
+  int32_t num_speculative_tokens = 4;
+  std::shared_ptr<DraftProposer> proposer;  // tests and benchmarks: used instead of `speculative`
 };
 
 inline constexpr int32_t kMaxChoices = 64;  // largest n
+inline constexpr int32_t kMaxSpeculativeTokens = 16;  // largest num_speculative_tokens
 
 // Where the engine's steps spent their time, summed over steps (nanoseconds on the engine thread).
 // forward and sample come from the model (StepTimings); the rest is the host's share.
@@ -75,6 +83,8 @@ struct EngineStats {
   int64_t num_preemptions = 0;
   int64_t num_computed_tokens = 0;         // tokens run through the model (prefill + decode)
   int64_t num_generated_tokens = 0;        // tokens sampled
+  int64_t num_draft_tokens = 0;            // speculative drafts verified
+  int64_t num_accepted_draft_tokens = 0;   // of which accepted (each a token won without a step)
   int64_t num_steps = 0;
   int64_t num_failed_steps = 0;
   std::array<int64_t, 5> num_finished{};   // requests, indexed by FinishReason

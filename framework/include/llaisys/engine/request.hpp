@@ -49,6 +49,8 @@ struct GenerateRequest {
   // tokens before it, with the k most likely alternatives (RequestOutput::prompt_logprobs). Every
   // prompt position then needs its logits, so the prompt runs without the prefix cache.
   int32_t num_prompt_logprobs = -1;
+  // false: this request never speculates, even where the engine would (EngineConfig::speculative).
+  bool speculative = true;
 };
 
 enum class Pooling : uint8_t { last, mean };

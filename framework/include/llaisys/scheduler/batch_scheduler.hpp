@@ -18,6 +18,12 @@
 // With a sliding window (KVStoreConfig::sliding_window), every successful update() lets each running
 // sequence give back the blocks that fell before its window (PagedKVStore::release_outside_window).
 // Admission and chunking stay conservative: they count blocks as if none were ever given back.
+// Speculative decoding (SchedulerRequest::num_speculative_tokens > 0, a proposer in the config): a
+// decoding sequence runs its last token plus up to k drafts from the proposer (fewer when the token
+// budget, the context or the free blocks are short: drafts never cause a preemption); update() keeps
+// the tokens the engine accepted, counts the K/V of the accepted ones as computed and truncates the
+// rest, so neither the table nor the prefix cache ever holds a rejected token. A verification that
+// accepts nothing makes the sequence skip speculation for 1, 2, 4 .. 32 decode steps (back-off).
 // Each schedule() that returns chunks opens a PagedKVStore::Step; update() commits it, fail_step()
 // drops it (the KV rolls back) and puts the sequences it admitted back at the head of the queue, so
 // scheduling again gives the same step.
@@ -30,6 +36,7 @@
 #include <vector>
 
 #include "llaisys/kv/paged_kv_store.hpp"
+#include "llaisys/scheduler/draft_proposer.hpp"
 #include "llaisys/scheduler/scheduler.hpp"
 #include "llaisys/scheduler/step_plan.hpp"
 
@@ -40,6 +47,7 @@ struct SchedulerConfig {
   int32_t max_num_batched_tokens = 2048;  // tokens per forward pass
   int32_t max_context = 4096;             // positions per sequence
   int32_t max_prompt_logprob_tokens = 2048;  // prompt tokens of prompt_logprobs sequences per step
+  std::shared_ptr<DraftProposer> proposer;   // speculative decoding; null: none
 };
 
 struct SchedulerRequest {
@@ -50,6 +58,7 @@ struct SchedulerRequest {
   OutputKind output_kind = OutputKind::logits;
   bool use_prefix_cache = true;           // false when every prompt position must be computed
   bool prompt_logprobs = false;           // every prompt position's logits are read (see the policy)
+  int32_t num_speculative_tokens = 0;     // drafts per decode step (n = 1 only; 0: none)
 };
 
 struct SchedulerStats {
@@ -58,6 +67,8 @@ struct SchedulerStats {
   int64_t num_preemptions = 0;
   int64_t prefix_query_tokens = 0;        // prompt tokens looked up at admission
   int64_t prefix_hit_tokens = 0;          // of which found in the prefix cache
+  int64_t num_draft_tokens = 0;           // speculative drafts verified
+  int64_t num_accepted_draft_tokens = 0;  // of which accepted
   KVStats kv;
   double prefix_hit_rate() const {
     return prefix_query_tokens > 0
@@ -105,7 +116,13 @@ class BatchScheduler {
   };
   bool schedule_running(SchedulerOutput& out, Budget& budget);
   void schedule_waiting(SchedulerOutput& out, Budget& budget);
-  void add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_tokens);
+  // num_tokens of the sequence's own tokens, then `drafts` (speculative decoding).
+  void add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_tokens, std::span<const TokenId> drafts = {});
+  // Drafts for a decoding sequence, at most max_drafts; none when it does not speculate now.
+  std::vector<TokenId> propose_drafts(Sequence& s, int32_t max_drafts);
+  // After a speculative chunk's tokens were appended (num_appended of them): the K/V of all but the
+  // last counts as computed, the rest of the step's slots go, the back-off and counters move.
+  void settle_speculation(Sequence& s, std::span<const TokenId> drafts, int32_t num_appended);
   void preempt(Sequence& s, SchedulerOutput& out);
   void finish(Sequence& s, SeqStatus status, std::string detail, std::vector<FinishedSeq>* report);
 
@@ -128,12 +145,19 @@ class BatchScheduler {
   std::vector<FinishedSeq> finished_before_running_;         // reported by the next schedule()
   // The step of the last schedule(), open until update() commits it or fail_step() rolls it back.
   std::optional<PagedKVStore::Step> kv_step_;
-  std::vector<std::pair<SeqId, int32_t>> scheduled_chunks_;  // (sequence, tokens) of the open step
+  struct ScheduledTokens {
+    SeqId seq = -1;
+    int32_t num_tokens = 0;          // of the sequence's own tokens
+    std::vector<TokenId> drafts;     // verified after them (speculative decoding)
+  };
+  std::vector<ScheduledTokens> scheduled_chunks_;            // of the open step
   std::vector<Admission> admitted_;                          // by the open step, in admission order
   SeqId next_seq_id_ = 1;
   int64_t num_preemptions_ = 0;
   int64_t prefix_query_tokens_ = 0;
   int64_t prefix_hit_tokens_ = 0;
+  int64_t num_draft_tokens_ = 0;
+  int64_t num_accepted_draft_tokens_ = 0;
 };
 
 static_assert(Scheduler<BatchScheduler>);

@@ -45,6 +45,9 @@ struct Sequence {
   std::string cache_namespace;
   SeqId fork_parent = -1;             // choices > 0 before they fork from choice 0's prompt
   std::vector<SeqId> pending_forks;   // choice 0: the choices still waiting to fork from it
+  int32_t num_speculative_tokens = 0; // drafts verified per decode step (0: no speculation)
+  int32_t speculation_backoff = 0;    // steps skipped after the last verification accepted nothing
+  int32_t speculation_skip = 0;       // decode steps left to run without drafts
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

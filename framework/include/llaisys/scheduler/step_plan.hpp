@@ -24,8 +24,12 @@ struct ScheduledChunk {
   int32_t num_cached_tokens = 0;          // the sequence's prefix-cache hit at its first admission
   std::vector<SeqId> sample_for;          // who samples from this chunk's logits row (itself and
                                           // the choices forking from it); empty: no output row
+  // Speculative decoding: token_ids = [the sequence's last token, drafts...]; the sequence samples
+  // one row per position (num_draft_tokens + 1 rows) and keeps the drafts the rows agree with.
+  int32_t num_draft_tokens = 0;
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
-  // The position of the token sampled from this chunk (the sequence's length before it).
+  // The position of the token sampled from this chunk's last row (the sequence's length before it,
+  // plus the drafts).
   int32_t end_position() const { return start_position + num_tokens(); }
 };
 
@@ -42,6 +46,8 @@ struct SchedulerOutput {
 struct SeqUpdate {
   SeqId seq = -1;
   std::optional<TokenId> token;           // the sampled token, if the chunk produced one
+  std::vector<TokenId> extra_tokens;      // speculative chunks: the tokens accepted after `token`,
+                                          // in order (the drafts that matched, then the bonus one)
   SeqStatus finish = SeqStatus::running;  // a finished_* status ends the sequence
 };
 
