@@ -84,8 +84,8 @@ test('readiness: /ready is 503 "loading" until the model is loaded, /health (liv
 
 test('SIGTERM drains: in-flight requests finish whole, new ones get 503 + Retry-After + Connection: close, exit 0', async () => {
   const { server } = await start('drain', { args: ['--drain-timeout', String(60 * slow)] });
-  const stream = streamChat(server, chat({ stream: true, max_tokens: 40 }));
-  const plain = postJson(server, '/v1/completions', { model: 'm', prompt: 'Once upon a time', max_tokens: 30 });
+  const stream = streamChat(server, chat({ stream: true, max_tokens: 80 }));
+  const plain = postJson(server, '/v1/completions', { model: 'm', prompt: 'Once upon a time', max_tokens: 60 });
   await stream.first;
   await waitForMetrics(server, (m) => m.get('llaisys_http_requests_in_flight') >= 2, { what: '2 requests in flight' });
   const exit = exited(server);
@@ -116,7 +116,7 @@ test('SIGTERM drains: in-flight requests finish whole, new ones get 503 + Retry-
   const answered = await plain;
   assert.equal(answered.status, 200);
   assert.equal(answered.json.choices[0].finish_reason, 'length');
-  assert.equal(answered.json.usage.completion_tokens, 30);
+  assert.equal(answered.json.usage.completion_tokens, 60);
 
   const { code, at } = await exit;
   assert.equal(code, 0);
@@ -200,12 +200,21 @@ test('metrics: queued requests under overload, KV utilisation with the tokens he
   // Utilisation while a request holds `tokens` tokens (prompt ids, a long generation): at least its
   // full blocks over the pool, and more for the longer prompt.
   const ids = (n, base) => Array.from({ length: n }, (_, i) => base + (i % 300));
-  async function usageWhileRunning(prompt) {
-    const stream = streamRequest(server, '/v1/completions', { model: 'm', prompt, max_tokens: 40, stream: true });
-    const m = await waitForMetrics(server, (x) => x.get('vllm:num_requests_running', L) === 1, { what: 'running' });
-    await stream;
-    return m.get('vllm:kv_cache_usage_perc', L);
+  // The metrics once the request's first token is out (its whole prompt is in the KV cache then; a
+  // look while it is still being prefilled in chunks would see part of it), while it still decodes.
+  async function metricsWhileDecoding(prompt) {
+    let firstToken;
+    const decoding = new Promise((resolve) => { firstToken = resolve; });
+    const stream = streamRequest(server, '/v1/completions', { model: 'm', prompt, max_tokens: 40, stream: true },
+      { onChunk: () => firstToken() });
+    await decoding;
+    const m = await metrics(server);
+    const done = await stream;
+    assert.equal(done.status, 200);
+    assert.equal(m.get('vllm:num_requests_running', L), 1, 'the request had finished before /metrics was read');
+    return m;
   }
+  const usageWhileRunning = async (prompt) => (await metricsWhileDecoding(prompt)).get('vllm:kv_cache_usage_perc', L);
   const shortUsage = await usageWhileRunning(ids(100, 10));
   const longUsage = await usageWhileRunning(ids(300, 20));
   console.log(`KV utilisation: 100-token prompt ${shortUsage}, 300-token prompt ${longUsage} (${numBlocks} blocks)`);
@@ -219,9 +228,7 @@ test('metrics: queued requests under overload, KV utilisation with the tokens he
   const evicted = idle.get('llaisys_kv_evicted_blocks_total', { model: 'm' });
   assert.ok(cached >= Math.floor(400 / blockSize), `cached blocks after two prompts: ${cached}`);
   // ... until a new prompt needs their room: they are evicted.
-  const stream = streamRequest(server, '/v1/completions', { model: 'm', prompt: ids(420, 30), max_tokens: 40, stream: true });
-  const during = await waitForMetrics(server, (x) => x.get('vllm:num_requests_running', L) === 1, { what: 'running' });
-  await stream;
+  const during = await metricsWhileDecoding(ids(420, 30));
   const after = await metrics(server);
   console.log(`cached blocks ${cached} -> ${during.get('llaisys_kv_blocks_cached', { model: 'm' })} while a 420-token prompt ran; ` +
     `evicted ${evicted} -> ${after.get('llaisys_kv_evicted_blocks_total', { model: 'm' })}`);
