@@ -200,21 +200,21 @@ test('metrics: queued requests under overload, KV utilisation with the tokens he
   // Utilisation while a request holds `tokens` tokens (prompt ids, a long generation): at least its
   // full blocks over the pool, and more for the longer prompt.
   const ids = (n, base) => Array.from({ length: n }, (_, i) => base + (i % 300));
-  // The metrics once the request's first token is out (its whole prompt is in the KV cache then; a
-  // look while it is still being prefilled in chunks would see part of it), while it still decodes.
-  async function metricsWhileDecoding(prompt) {
-    let firstToken;
-    const decoding = new Promise((resolve) => { firstToken = resolve; });
-    const stream = streamRequest(server, '/v1/completions', { model: 'm', prompt, max_tokens: 40, stream: true },
-      { onChunk: () => firstToken() });
-    await decoding;
-    const m = await metrics(server);
+  // The metrics while a request holds a prompt of `n` tokens: polled until it runs with at least the
+  // prompt's full blocks pinned (a look during its chunked prefill, or before its admission, sees
+  // less; it decodes 40 tokens at 40 ms a step after that, so the window is wide). A utilisation that
+  // never reaches that while the request runs fails the wait.
+  async function metricsWhileHolding(prompt) {
+    const minUsage = Math.floor(prompt.length / blockSize) / numBlocks;
+    const stream = streamRequest(server, '/v1/completions', { model: 'm', prompt, max_tokens: 40, stream: true });
+    const m = await waitForMetrics(server,
+      (x) => x.get('vllm:num_requests_running', L) === 1 && x.get('vllm:kv_cache_usage_perc', L) >= minUsage,
+      { what: `a running request holding ${prompt.length} prompt tokens (utilisation >= ${minUsage})`, timeoutMs: 10000 * slow });
     const done = await stream;
     assert.equal(done.status, 200);
-    assert.equal(m.get('vllm:num_requests_running', L), 1, 'the request had finished before /metrics was read');
     return m;
   }
-  const usageWhileRunning = async (prompt) => (await metricsWhileDecoding(prompt)).get('vllm:kv_cache_usage_perc', L);
+  const usageWhileRunning = async (prompt) => (await metricsWhileHolding(prompt)).get('vllm:kv_cache_usage_perc', L);
   const shortUsage = await usageWhileRunning(ids(100, 10));
   const longUsage = await usageWhileRunning(ids(300, 20));
   console.log(`KV utilisation: 100-token prompt ${shortUsage}, 300-token prompt ${longUsage} (${numBlocks} blocks)`);
@@ -228,14 +228,14 @@ test('metrics: queued requests under overload, KV utilisation with the tokens he
   const evicted = idle.get('llaisys_kv_evicted_blocks_total', { model: 'm' });
   assert.ok(cached >= Math.floor(400 / blockSize), `cached blocks after two prompts: ${cached}`);
   // ... until a new prompt needs their room: they are evicted.
-  const during = await metricsWhileDecoding(ids(420, 30));
+  const during = await metricsWhileHolding(ids(420, 30));
   const after = await metrics(server);
   console.log(`cached blocks ${cached} -> ${during.get('llaisys_kv_blocks_cached', { model: 'm' })} while a 420-token prompt ran; ` +
     `evicted ${evicted} -> ${after.get('llaisys_kv_evicted_blocks_total', { model: 'm' })}`);
   assert.ok(during.get('llaisys_kv_blocks_cached', { model: 'm' }) < cached);
   assert.ok(after.get('llaisys_kv_evicted_blocks_total', { model: 'm' }) > evicted);
   assert.ok(during.get('vllm:kv_cache_usage_perc', L) >= Math.floor(420 / blockSize) / numBlocks);
-  // Prefix-cache counters in tokens: the repeated 300-token prompt hits its full blocks.
+  // Prefix-cache counters in tokens: the repeated 420-token prompt hits its full blocks.
   const before = await metrics(server);
   await usageWhileRunning(ids(420, 30));
   const repeat = await metrics(server);
