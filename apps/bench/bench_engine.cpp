@@ -248,15 +248,8 @@ class Bench {
 };
 
 int run_engine_bench(const EngineBenchOptions& o) {
-  fs::path model_dir = o.model_dir;
-  if (model_dir.empty()) {
-    Result<fs::path> generated = cached_bench_model(o.shape, o.cache_dir);
-    if (!generated.ok()) {
-      fmt::print(stderr, "error: {}\n", generated.status().message());
-      return generated.status().code() == ErrorCode::invalid_argument ? 2 : 1;
-    }
-    model_dir = std::move(generated).value();
-  }
+  fs::path model_dir;
+  if (auto code = resolve_bench_model(o.model_dir, o.shape, o.cache_dir, model_dir)) return *code;
   fmt::print("model: {}, {} compute threads (0: the plugin's choice)\n", model_dir.string(), o.threads);
   fmt::print("cpu:   {} ({} cpus available)\n", cpu_model_name(), std::thread::hardware_concurrency());
   Bench bench(o, model_dir);

@@ -31,4 +31,19 @@ Result<std::filesystem::path> cached_bench_model(const std::string& shape_name, 
   return dir;
 }
 
+std::optional<int> resolve_bench_model(const std::string& model_dir, const std::string& shape,
+                                       const std::string& cache_dir, std::filesystem::path& out) {
+  if (!model_dir.empty()) {
+    out = model_dir;
+    return std::nullopt;
+  }
+  Result<std::filesystem::path> generated = cached_bench_model(shape, cache_dir);
+  if (!generated.ok()) {
+    fmt::print(stderr, "error: {}\n", generated.status().message());
+    return generated.status().code() == ErrorCode::invalid_argument ? 2 : 1;
+  }
+  out = std::move(generated).value();
+  return std::nullopt;
+}
+
 }  // namespace llaisys::bench

@@ -98,15 +98,8 @@ Result<Run> decode(LLMEngine& engine, const std::vector<TokenId>& prompt, int32_
 }
 
 int run_speculative_bench(const SpeculativeBenchOptions& o) {
-  fs::path model_dir = o.model_dir;
-  if (model_dir.empty()) {
-    Result<fs::path> generated = cached_bench_model(o.shape, o.cache_dir);
-    if (!generated.ok()) {
-      fmt::print(stderr, "error: {}\n", generated.status().message());
-      return generated.status().code() == ErrorCode::invalid_argument ? 2 : 1;
-    }
-    model_dir = std::move(generated).value();
-  }
+  fs::path model_dir;
+  if (auto code = resolve_bench_model(o.model_dir, o.shape, o.cache_dir, model_dir)) return *code;
   PluginRegistry registry;
   registry.load_directory(o.plugin_dir.empty() ? default_plugin_dir() : fs::path(o.plugin_dir));
   const std::vector<TokenId> prompt = synthetic_prompt(o.prompt_tokens);

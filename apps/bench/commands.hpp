@@ -2,6 +2,7 @@
 // llaisys-bench subcommands. Each registers itself with the CLI and sets the exit code when run.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -46,5 +47,9 @@ std::string default_model_cache_dir();
 // The model of mkmodel shape `shape` in `cache_dir` (bench-<shape>: seed 0, one shard), generated
 // there the first time (bench_models.cpp).
 Result<std::filesystem::path> cached_bench_model(const std::string& shape, const std::string& cache_dir);
+// A command's model: `model_dir` when given, else cached_bench_model(shape, cache_dir). On failure the
+// error is printed and the exit code returned (2 for a bad shape, 1 otherwise).
+std::optional<int> resolve_bench_model(const std::string& model_dir, const std::string& shape,
+                                       const std::string& cache_dir, std::filesystem::path& out);
 
 }  // namespace llaisys::bench
