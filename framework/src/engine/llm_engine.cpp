@@ -51,16 +51,16 @@ Status check_prompt(std::span<const TokenId> prompt, int32_t vocab_size) {
   return Status();
 }
 
-// Which requests speculate. Verification is exact for greedy rows whose sampling does not depend on
-// the tokens before them within the step: penalties and min_tokens do (their counts and biases are
-// set once per step), a grammar's mask advances per token. Sampled rows would need speculative
-// sampling (min(1, p/q) acceptance); n > 1, logprobs and top logits are left for a later slice.
-// Every other request decodes as without speculation.
+// Which requests speculate. Verification is exact when a row's sampling does not depend on the
+// tokens before it within the step except through the drafts themselves: penalties do (their counts
+// live in the model's sequence slot, which one step may name once), a grammar's mask advances per
+// token. Sampled requests speculate too: guessed drafts are checked against the row's own draw (the
+// same draw as without speculation), sampled drafts by speculative sampling. Every other request
+// decodes as without speculation.
 bool speculates(const GenerateRequest& request) {
   const SamplingParams& p = request.sampling;
-  return request.speculative && request.n == 1 && p.greedy() && p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f &&
-         p.frequency_penalty == 0.0f && p.num_logprobs < 0 && p.num_top_logits == 0 &&
-         request.stop.min_tokens == 0 && !request.grammar && request.num_prompt_logprobs < 0;
+  return request.speculative && p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f &&
+         p.frequency_penalty == 0.0f && !request.grammar;
 }
 
 }  // namespace
@@ -186,6 +186,18 @@ Status LLMEngine::add_request(RequestId id, GenerateRequest request, TimePoint a
   if (state_->outputs.contains(id)) {
     return make_error(ErrorCode::invalid_argument, "request id {} is already in use", id);
   }
+  // Resolved here: a sampling proposer draws each choice's drafts from the choice's seed.
+  if (!request.sampling.seed) request.sampling.seed = state_->outputs.draw_seed();
+  const bool speculative = speculates(request) && state_->config.num_speculative_tokens > 0;
+  std::vector<DraftSampling> draft_sampling;
+  for (int32_t c = 0; speculative && c < request.n; ++c) {
+    const SamplingParams& p = request.sampling;
+    draft_sampling.push_back({.temperature = p.temperature,
+                              .top_k = p.top_k,
+                              .top_p = p.top_p,
+                              .min_p = p.min_p,
+                              .seed = engine_detail::choice_seed(*p.seed, static_cast<uint32_t>(c))});
+  }
   LLAISYS_ASSIGN_OR_RETURN(std::vector<SeqId> seqs,
                            state_->scheduler.add({.id = id,
                                                   .prompt = request.prompt_ids,
@@ -193,9 +205,8 @@ Status LLMEngine::add_request(RequestId id, GenerateRequest request, TimePoint a
                                                   .cache_namespace = state_->config.cache_namespace + '\x1f' + request.cache_salt,
                                                   .use_prefix_cache = request.num_prompt_logprobs < 0,
                                                   .prompt_logprobs = request.num_prompt_logprobs >= 0,
-                                                  .num_speculative_tokens = speculates(request)
-                                                                                ? state_->config.num_speculative_tokens
-                                                                                : 0}));
+                                                  .num_speculative_tokens = speculative ? state_->config.num_speculative_tokens : 0,
+                                                  .draft_sampling = std::move(draft_sampling)}));
   const bool nothing_to_generate = request.stop.max_tokens == 0;
   state_->outputs.add_generate(id, std::move(request), seqs, arrival);
   if (nothing_to_generate) {

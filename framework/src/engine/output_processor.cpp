@@ -8,6 +8,9 @@
 #include <fmt/format.h>
 
 #include "llaisys/core/log.hpp"
+#include "llaisys/sampling/penalties.hpp"
+#include "llaisys/sampling/philox.hpp"
+#include "llaisys/sampling/speculative.hpp"
 #include "pooling.hpp"
 
 namespace llaisys::engine_detail {
@@ -152,9 +155,13 @@ SamplingRows& OutputProcessor::sampling_rows(const SchedulerOutput& plan) {
       RequestState* r = nullptr;
       Choice* c = choice_of(target, &r);
       if (c == nullptr || c->finished) continue;
-      // A speculative chunk samples at its last token and after every draft, in position order.
+      // A speculative chunk samples at its last token and after every draft, in position order;
+      // rows checking a sampled draft keep their logits (verify_draft_row).
       for (int32_t d = chunk.num_draft_tokens; d >= 0; --d) {
-        if (Status status = sampling_.add(*r, *c, index, chunk.end_position() - d, info_, slots_); !status.ok()) {
+        const int32_t ahead = chunk.num_draft_tokens - d;
+        const bool keep_logits = d > 0 && !chunk.draft_probs.empty();
+        if (Status status = sampling_.add(*r, *c, index, chunk.end_position() - d, info_, slots_, ahead, keep_logits);
+            !status.ok()) {
           log::error("engine: sequence {}: {}", target, status.message());
           finish_choice(*r, *c, FinishReason::error, status.message());
           break;
@@ -223,25 +230,57 @@ StepResult OutputProcessor::process(const SchedulerOutput& plan, const StepRows&
       }
       if (!verifying) continue;
       const int32_t j = num_verified_rows++;
-      SeqUpdate update = apply_token(*r, *c, rows, row, chunk.start_position + 1 + j);
+      const int32_t position = chunk.start_position + 1 + j;
+      const bool has_draft = j < chunk.num_draft_tokens;
+      const TokenId draft = has_draft ? chunk.token_ids[static_cast<std::size_t>(j) + 1] : -1;
+      // A guessed draft is checked against the row's own draw; a sampled one by speculative sampling.
+      std::optional<TokenId> decided;
+      if (has_draft && !chunk.draft_probs.empty()) {
+        const std::size_t width = chunk.draft_probs.size() / static_cast<std::size_t>(chunk.num_draft_tokens);
+        decided = verify_draft_row(*c, rows, row, position, draft,
+                                   std::span<const float>(chunk.draft_probs).subspan(static_cast<std::size_t>(j) * width, width));
+      }
+      SeqUpdate update = apply_token(*r, *c, rows, row, position, decided);
+      const TokenId token = *update.token;
       if (!verified) {
         verified = std::move(update);
       } else {
-        verified->extra_tokens.push_back(*update.token);
-        verified->finish = update.finish;
+        verified->extra_tokens.push_back(token);
+        verified->finish = verified->finish == SeqStatus::running ? update.finish : verified->finish;
       }
-      verifying = j < chunk.num_draft_tokens && rows.token(row) == chunk.token_ids[static_cast<std::size_t>(j) + 1];
+      verifying = has_draft && token == draft;
     }
     if (verified) result.updates.push_back(std::move(*verified));
   }
   return result;
 }
 
+TokenId OutputProcessor::verify_draft_row(const Choice& c, const StepRows& rows, std::size_t row, int32_t position,
+                                          TokenId draft, std::span<const float> q) {
+  // p: the distribution the row's own draw came from (the model's chain on its raw logits: bias,
+  // mask, then the draw parameters). Penalties never reach here (such requests do not speculate).
+  const SampleRow& sample = sampling_.rows()[row];
+  const std::span<const float> raw = rows.logits(sample.logits_row);
+  target_logits_.assign(raw.begin(), raw.end());
+  apply_logit_bias(target_logits_, sample.logit_bias_ids, sample.logit_bias_values);
+  verifier_.distribution(target_logits_,
+                         DrawParams{.temperature = sample.temperature,
+                                    .top_k = sample.top_k,
+                                    .top_p = sample.top_p,
+                                    .min_p = sample.min_p},
+                         target_probs_, sample.allowed);
+  const auto counter = static_cast<uint64_t>(position);
+  return verify_draft(target_probs_, q, draft,
+                      counter_uniform01(speculative_seed(c.seed, SpeculativeStream::accept), counter),
+                      counter_uniform01(speculative_seed(c.seed, SpeculativeStream::residual), counter))
+      .token;
+}
+
 SeqUpdate OutputProcessor::apply_token(RequestState& r, Choice& c, const StepRows& rows, std::size_t row,
-                                       int32_t position) {
+                                       int32_t position, std::optional<TokenId> decided) {
   const GenerateRequest& request = r.request;
   const StopConditions& stop = request.stop;
-  const TokenId token = rows.token(row);
+  const TokenId token = decided.value_or(rows.token(row));
   const auto now = Clock::now();
   if (r.times.first_token == RequestTimes::TimePoint{}) r.times.first_token = now;
   r.times.last_token = now;
@@ -251,7 +290,11 @@ SeqUpdate OutputProcessor::apply_token(RequestState& r, Choice& c, const StepRow
   if (r.has_penalties) c.output_ids.push_back(token);
   c.has_news = true;
   c.delta.token_ids.push_back(token);
-  if (request.sampling.num_logprobs >= 0) c.delta.logprobs.push_back(rows.logprobs(row, request.sampling.num_logprobs));
+  if (request.sampling.num_logprobs >= 0) {
+    c.delta.logprobs.push_back(decided ? compute_logprobs(rows.logits(sampling_.rows()[row].logits_row), token,
+                                                          request.sampling.num_logprobs)
+                                       : rows.logprobs(row, request.sampling.num_logprobs));
+  }
   if (request.sampling.num_top_logits > 0) {
     c.delta.top_logits.push_back(top_raw_logits(rows.logits(sampling_.rows()[row].logits_row),
                                                 request.sampling.num_top_logits));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "llaisys/engine/llm_engine.hpp"
+#include "llaisys/sampling/sampler.hpp"
 #include "llaisys/scheduler/step_plan.hpp"
 #include "model_runner.hpp"
 #include "request_state.hpp"
@@ -26,6 +27,8 @@ class OutputProcessor {
   OutputProcessor(const ModelInfo& info, std::shared_ptr<const text::Tokenizer> tokenizer,
                   int32_t max_sequence_tokens, uint64_t seed, int32_t num_seq_slots);
 
+  // The seed an unseeded request gets (from the engine's seed, in submission order).
+  uint64_t draw_seed() { return seed_source_(); }
   // `arrival` epoch 0: now.
   void add_generate(RequestId id, GenerateRequest request, std::span<const SeqId> seqs, RequestTimes::TimePoint arrival);
   void add_embedding(RequestId id, EmbedRequest request, SeqId seq, RequestTimes::TimePoint arrival);
@@ -54,7 +57,13 @@ class OutputProcessor {
  private:
   Choice* choice_of(SeqId seq, RequestState** request);
   void finish_choice(RequestState& r, Choice& c, FinishReason reason, std::string detail);
-  SeqUpdate apply_token(RequestState& r, Choice& c, const StepRows& rows, std::size_t row, int32_t position);
+  // Applies the row's token (or `decided`, when speculative sampling decided the token instead).
+  SeqUpdate apply_token(RequestState& r, Choice& c, const StepRows& rows, std::size_t row, int32_t position,
+                        std::optional<TokenId> decided = std::nullopt);
+  // Speculative sampling at row `row` (sampling_rows.hpp keeps its raw logits) for the draft whose
+  // distribution is `q`: the draft, or the residual draw that replaces it.
+  TokenId verify_draft_row(const Choice& c, const StepRows& rows, std::size_t row, int32_t position, TokenId draft,
+                           std::span<const float> q);
   // Rows for the prompt positions of `chunk` whose next token is not scored yet.
   void add_prompt_rows(const RequestState& r, std::size_t index, const ScheduledChunk& chunk);
 
@@ -64,6 +73,9 @@ class OutputProcessor {
   Rng seed_source_;  // seeds of unseeded requests
   SeqSlots slots_;
   SamplingRows sampling_;
+  LogitsSampler verifier_;             // speculative sampling's target distributions
+  std::vector<float> target_logits_;   // scratch for them
+  std::vector<float> target_probs_;
   std::map<RequestId, RequestState> requests_;  // ordered: outputs come in request order
   std::unordered_map<SeqId, std::pair<RequestId, int32_t>> owners_;  // seq -> (request, choice)
   int64_t num_generated_tokens_ = 0;

@@ -56,7 +56,7 @@ void SamplingRows::clear() {
 }
 
 Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t position, const ModelInfo& info,
-                         SeqSlots& slots) {
+                         SeqSlots& slots, int32_t ahead, bool keep_logits) {
   const SamplingParams& p = r.request.sampling;
   const StopConditions& stop = r.request.stop;
   SampleRow row{.temperature = p.temperature,
@@ -91,7 +91,7 @@ Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t 
     }
     row.seq_slot = c.slot;
   }
-  if (c.num_output_tokens < stop.min_tokens) {  // too early to stop: EOS and stop ids are forbidden
+  if (c.num_output_tokens + ahead < stop.min_tokens) {  // too early to stop: EOS and stop ids are forbidden
     extents.bias_begin = bias_ids_.size();
     bias_ids_.insert(bias_ids_.end(), r.bias_ids.begin(), r.bias_ids.end());
     bias_values_.insert(bias_values_.end(), r.bias_values.begin(), r.bias_values.end());
@@ -105,7 +105,7 @@ Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t 
   } else {
     extents.request = &r;
   }
-  if (p.num_top_logits > 0) row.logits_row = num_logits_rows_++;
+  if (p.num_top_logits > 0 || keep_logits) row.logits_row = num_logits_rows_++;
   top_width_ = std::max(top_width_, p.num_logprobs);
   rows_.push_back(row);
   if (c.matcher) {  // written by fill_masks(), maybe while the model's forward pass runs

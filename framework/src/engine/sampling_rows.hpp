@@ -34,9 +34,12 @@ class SamplingRows {
  public:
   void clear();
   // Adds the row of choice `c` (of `r`) sampling the token at `position` from chunk `chunk`.
-  // Fails (resource_exhausted) only when penalties need a slot and none is free.
+  // `ahead`: tokens the choice may gain in this step before this row's (a speculative chunk's
+  // earlier drafts), which count towards min_tokens. `keep_logits`: the row's raw logits are kept
+  // (speculative sampling reads them). Fails (resource_exhausted) only when penalties need a slot
+  // and none is free.
   Status add(RequestState& r, Choice& c, std::size_t chunk, int32_t position, const ModelInfo& info,
-             SeqSlots& slots);
+             SeqSlots& slots, int32_t ahead = 0, bool keep_logits = false);
   // Adds a row of sequence `seq` keeping the raw logits after the token at `position` of chunk
   // `chunk`, for the logprob of the prompt's next token `target`.
   void add_prompt_row(std::size_t chunk, SeqId seq, int32_t position, TokenId target);

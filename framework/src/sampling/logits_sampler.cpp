@@ -147,8 +147,7 @@ TokenId LogitsSampler::pick(std::span<float> logits, const DrawParams& params, d
   return draw_all(logits, window, params.top_p, uniform);
 }
 
-TokenId LogitsSampler::draw_top_k(std::span<const float> scaled, const Window& window, std::size_t k, float top_p,
-                                  double uniform) {
+double LogitsSampler::keep_top_k(std::span<const float> scaled, const Window& window, std::size_t k, float top_p) {
   // The k most likely candidates in one pass: a heap with the least likely of them on top. Tokens
   // come in increasing id, so a later one beats the top only with a strictly greater logit.
   auto order = [](const Candidate& a, const Candidate& b) { return more_likely(a, b); };
@@ -184,6 +183,41 @@ TokenId LogitsSampler::draw_top_k(std::span<const float> scaled, const Window& w
     }
     total = prefix;
   }
+  return total;
+}
+
+void LogitsSampler::distribution(std::span<float> logits, const DrawParams& params, std::vector<float>& probs,
+                                 std::span<const uint32_t> allowed) {
+  probs.assign(logits.size(), 0.0f);
+  if (logits.empty()) return;
+  const TokenId raw_best = masked_argmax(logits, allowed);
+  const auto one_hot = [&] { probs[static_cast<std::size_t>(raw_best)] = 1.0f; };
+  if (params.greedy()) return one_hot();
+  // pick()'s steps, with its kept set and weights: the chance of a token is its share of the walk.
+  const float inv_temperature = 1.0f / params.temperature;
+  for (float& l : logits) l *= inv_temperature;
+  const float max_scaled = max_ignoring_nan(logits);
+  if (!std::isfinite(max_scaled)) return one_hot();
+  const Window window{.max = max_scaled,
+                      .floor = params.min_p > 0.0f ? max_scaled + std::log(params.min_p)
+                                                   : -std::numeric_limits<float>::infinity()};
+  if (params.top_k > 0 && static_cast<std::size_t>(params.top_k) < logits.size()) {
+    const double total = keep_top_k(logits, window, static_cast<std::size_t>(params.top_k), params.top_p);
+    for (const Candidate& c : candidates_) probs[static_cast<std::size_t>(c.token)] = static_cast<float>(c.weight / total);
+    return;
+  }
+  double total = 0.0;
+  const Candidate cut = keep_all(logits, window, params.top_p, total);
+  for (std::size_t v = 0; v < logits.size(); ++v) {
+    const float l = logits[v];
+    const bool keep = l > cut.logit || (l == cut.logit && static_cast<TokenId>(v) <= cut.token);
+    if (keep) probs[v] = static_cast<float>(weights_[v] / total);
+  }
+}
+
+TokenId LogitsSampler::draw_top_k(std::span<const float> scaled, const Window& window, std::size_t k, float top_p,
+                                  double uniform) {
+  const double total = keep_top_k(scaled, window, k, top_p);
   double threshold = uniform * total;
   for (const Candidate& c : candidates_) {
     threshold -= c.weight;
@@ -192,7 +226,8 @@ TokenId LogitsSampler::draw_top_k(std::span<const float> scaled, const Window& w
   return candidates_.back().token;  // rounding left a sliver: the last candidate owns it
 }
 
-TokenId LogitsSampler::draw_all(std::span<const float> scaled, const Window& window, float top_p, double uniform) {
+LogitsSampler::Candidate LogitsSampler::keep_all(std::span<const float> scaled, const Window& window, float top_p,
+                                                 double& kept_total) {
   // Every candidate's weight, in token order (the one exp per token this path cannot avoid).
   const bool nucleus = top_p < 1.0f;
   weights_.resize(scaled.size());
@@ -237,6 +272,13 @@ TokenId LogitsSampler::draw_all(std::span<const float> scaled, const Window& win
       for (auto it = candidates_.begin(); it != candidates_.begin() + kept; ++it) total += it->weight;
     }
   }
+  kept_total = total;
+  return cut;
+}
+
+TokenId LogitsSampler::draw_all(std::span<const float> scaled, const Window& window, float top_p, double uniform) {
+  double total = 0.0;
+  const Candidate cut = keep_all(scaled, window, top_p, total);
   // The draw walks the kept tokens in token order. Branch-free: whether a token is kept is as
   // unpredictable as the data.
   double threshold = uniform * total;

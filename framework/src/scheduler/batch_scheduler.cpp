@@ -81,7 +81,10 @@ Result<std::vector<SeqId>> BatchScheduler::add(SchedulerRequest request) {
                .use_prefix_cache = request.use_prefix_cache,
                .prompt_logprobs = request.prompt_logprobs,
                .cache_namespace = request.cache_namespace,
-               .num_speculative_tokens = request.n == 1 ? request.num_speculative_tokens : 0};
+               .num_speculative_tokens = request.num_speculative_tokens};
+    if (static_cast<std::size_t>(choice) < request.draft_sampling.size()) {
+      s.draft_sampling = request.draft_sampling[static_cast<std::size_t>(choice)];
+    }
     ids.push_back(s.id);
     seqs.push_back(std::move(s));
   }
@@ -143,6 +146,7 @@ bool BatchScheduler::schedule_running(SchedulerOutput& out, Budget& budget) {
   for (SeqId id : running_) {
     if (seq(id).num_uncomputed_tokens() > 1) order.push_back(id);
   }
+  std::unordered_map<SeqId, Draft> drafts = propose_drafts(order, budget.tokens);
   std::unordered_set<SeqId> scheduled;
   for (SeqId id : order) {
     if (budget.tokens <= 0) break;
@@ -151,14 +155,18 @@ bool BatchScheduler::schedule_running(SchedulerOutput& out, Budget& budget) {
     Sequence& s = it->second;
     int32_t n = std::min(s.num_uncomputed_tokens(), budget.chunk_limit(s));
     if (n <= 0) continue;
-    std::vector<TokenId> drafts = propose_drafts(s, budget.tokens - 1);
-    const auto num_drafts = static_cast<int32_t>(drafts.size());
-    if (num_drafts > 0 && kv_->can_append(s.id, n + num_drafts)) {
-      if (Status status = kv_->append(s.id, n + num_drafts, out.block_copies); status.ok()) {
-        budget.take(s, n + num_drafts);
-        add_chunk(out, s, n, drafts);
-        scheduled.insert(s.id);
-        continue;
+    if (auto d = drafts.find(s.id); d != drafts.end() && n == 1) {
+      Draft& draft = d->second;
+      const auto num_drafts = std::min(static_cast<int32_t>(draft.tokens.size()), budget.tokens - n);
+      if (num_drafts > 0 && kv_->can_append(s.id, n + num_drafts)) {
+        if (Status status = kv_->append(s.id, n + num_drafts, out.block_copies); status.ok()) {
+          if (!draft.probs.empty()) draft.probs.resize(draft.probs.size() / draft.tokens.size() * static_cast<std::size_t>(num_drafts));
+          draft.tokens.resize(static_cast<std::size_t>(num_drafts));
+          budget.take(s, n + num_drafts);
+          add_chunk(out, s, n, std::move(draft));
+          scheduled.insert(s.id);
+          continue;
+        }
       }
     }
     while (!kv_->can_append(s.id, n)) {  // drafts that do not fit are dropped, never worth a preemption
@@ -223,21 +231,51 @@ void BatchScheduler::schedule_waiting(SchedulerOutput& out, Budget& budget) {
   }
 }
 
-std::vector<TokenId> BatchScheduler::propose_drafts(Sequence& s, int32_t max_drafts) {
-  std::vector<TokenId> drafts;
-  if (!config_.proposer || s.num_speculative_tokens <= 0 || s.num_uncomputed_tokens() != 1 ||
-      !s.pending_forks.empty() || s.output_kind != OutputKind::logits) {
-    return drafts;
+std::unordered_map<SeqId, Draft> BatchScheduler::propose_drafts(std::span<const SeqId> order, int32_t budget_tokens) {
+  std::unordered_map<SeqId, Draft> drafts;
+  if (!config_.proposer) return drafts;
+  std::vector<DraftRequest> requests;
+  int32_t num_decodes = 0;
+  for (SeqId id : order) num_decodes += seq(id).num_uncomputed_tokens() == 1 ? 1 : 0;
+  int32_t spare = budget_tokens - num_decodes;  // what the decodes leave, given out in order
+  for (SeqId id : order) {
+    Sequence& s = seq(id);
+    if (s.num_speculative_tokens <= 0 || s.num_uncomputed_tokens() != 1 || !s.pending_forks.empty() ||
+        s.output_kind != OutputKind::logits) {
+      continue;
+    }
+    if (s.speculation_skip > 0) {
+      --s.speculation_skip;
+      continue;
+    }
+    // Every draft takes a KV slot and may become a token: stay inside the context and the pool.
+    const int32_t max_drafts = std::min({spare, s.num_speculative_tokens, max_sequence_tokens() - s.num_tokens()});
+    if (max_drafts <= 0) continue;
+    spare -= max_drafts;
+    requests.push_back({.seq = s.id,
+                        .tokens = s.tokens,
+                        .num_prompt_tokens = s.num_prompt_tokens,
+                        .max_drafts = max_drafts,
+                        .sampling = s.draft_sampling});
   }
-  if (s.speculation_skip > 0) {
-    --s.speculation_skip;
-    return drafts;
+  if (requests.empty()) return drafts;
+  std::vector<Draft> answers(requests.size());
+  config_.proposer->propose(requests, answers);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    Draft& draft = answers[i];
+    const auto max_drafts = static_cast<std::size_t>(requests[i].max_drafts);
+    if (draft.tokens.empty()) continue;
+    const std::size_t width = draft.probs.size() / draft.tokens.size();
+    if (!draft.probs.empty() && width * draft.tokens.size() != draft.probs.size()) {
+      log::error("scheduler: the proposer's draft distributions do not match its {} tokens", draft.tokens.size());
+      continue;
+    }
+    if (draft.tokens.size() > max_drafts) {
+      draft.tokens.resize(max_drafts);
+      if (!draft.probs.empty()) draft.probs.resize(width * max_drafts);
+    }
+    drafts.emplace(requests[i].seq, std::move(draft));
   }
-  // Every draft takes a KV slot and may become a token: stay inside the context and the pool.
-  max_drafts = std::min({max_drafts, s.num_speculative_tokens, max_sequence_tokens() - s.num_tokens()});
-  if (max_drafts <= 0) return drafts;
-  config_.proposer->propose(s.tokens, s.num_prompt_tokens, max_drafts, drafts);
-  if (static_cast<int32_t>(drafts.size()) > max_drafts) drafts.resize(static_cast<std::size_t>(max_drafts));
   return drafts;
 }
 
@@ -264,7 +302,8 @@ void BatchScheduler::settle_speculation(Sequence& s, std::span<const TokenId> dr
   }
 }
 
-void BatchScheduler::add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_tokens, std::span<const TokenId> drafts) {
+void BatchScheduler::add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_tokens, Draft draft) {
+  const std::vector<TokenId>& drafts = draft.tokens;
   const auto start = static_cast<std::size_t>(s.num_computed_tokens);
   ScheduledChunk chunk{.seq = s.id,
                        .request_id = s.request_id,
@@ -274,7 +313,8 @@ void BatchScheduler::add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_to
                        .output_kind = s.output_kind,
                        .completes_sequence = s.num_computed_tokens + num_tokens == s.num_tokens(),
                        .num_cached_tokens = s.num_cached_tokens,
-                       .num_draft_tokens = static_cast<int32_t>(drafts.size())};
+                       .num_draft_tokens = static_cast<int32_t>(drafts.size()),
+                       .draft_probs = std::move(draft.probs)};
   chunk.token_ids.insert(chunk.token_ids.end(), drafts.begin(), drafts.end());
   const std::span<const BlockId> table = kv_->block_table(s.id);
   chunk.block_table.assign(table.begin(), table.end());
@@ -296,6 +336,7 @@ void BatchScheduler::preempt(Sequence& s, SchedulerOutput& out) {
   running_.erase(std::find(running_.begin(), running_.end(), s.id));
   waiting_.push_front(s.id);
   out.preempted.push_back(s.id);
+  if (config_.proposer) config_.proposer->release(s.id);
 }
 
 void BatchScheduler::update(const StepResult& result) {
@@ -411,6 +452,7 @@ void BatchScheduler::finish(Sequence& s, SeqStatus status, std::string detail,
   std::erase_if(scheduled_chunks_, [id](const ScheduledTokens& entry) { return entry.seq == id; });
   std::erase_if(admitted_, [id](const Admission& a) { return a.seq == id; });
   const std::vector<SeqId> orphans = s.pending_forks;  // choices that never forked end with it
+  if (config_.proposer) config_.proposer->release(id);
   if (report != nullptr) {
     report->push_back({.seq = id, .request_id = request, .choice = s.choice, .status = status, .detail = detail});
   }

@@ -4,7 +4,13 @@
 
 namespace llaisys {
 
-void NgramProposer::propose(std::span<const TokenId> tokens, int32_t /*num_prompt_tokens*/, int32_t max_drafts,
+void TokenProposer::propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) {
+  for (std::size_t i = 0; i < requests.size() && i < drafts.size(); ++i) {
+    propose_tokens(requests[i].tokens, requests[i].num_prompt_tokens, requests[i].max_drafts, drafts[i].tokens);
+  }
+}
+
+void NgramProposer::propose_tokens(std::span<const TokenId> tokens, int32_t /*num_prompt_tokens*/, int32_t max_drafts,
                             std::vector<TokenId>& drafts) {
   const auto size = static_cast<int64_t>(tokens.size());
   if (max_drafts <= 0) return;
@@ -23,7 +29,7 @@ void NgramProposer::propose(std::span<const TokenId> tokens, int32_t /*num_promp
   }
 }
 
-void ReplayProposer::propose(std::span<const TokenId> tokens, int32_t /*num_prompt_tokens*/, int32_t max_drafts,
+void ReplayProposer::propose_tokens(std::span<const TokenId> tokens, int32_t /*num_prompt_tokens*/, int32_t max_drafts,
                              std::vector<TokenId>& drafts) {
   for (const std::vector<TokenId>& known : known_) {
     if (known.size() <= tokens.size() || !std::equal(tokens.begin(), tokens.end(), known.begin())) continue;

@@ -74,19 +74,19 @@ TEST_CASE("n-gram proposer: the most recent earlier occurrence of the longest su
   NgramProposer ngram;
   std::vector<TokenId> drafts;
   // "5 6 7" occurs at 0 and 5: the later one is followed by 9 9.
-  ngram.propose(std::vector<TokenId>{5, 6, 7, 1, 2, 5, 6, 7, 9, 9, 3, 5, 6, 7}, 3, 4, drafts);
+  ngram.propose_tokens(std::vector<TokenId>{5, 6, 7, 1, 2, 5, 6, 7, 9, 9, 3, 5, 6, 7}, 3, 4, drafts);
   CHECK(drafts == std::vector<TokenId>{9, 9, 3, 5});
   drafts.clear();
-  ngram.propose(std::vector<TokenId>{5, 6, 7, 1, 2, 5, 6, 7, 9, 9, 3, 5, 6, 7}, 3, 2, drafts);
+  ngram.propose_tokens(std::vector<TokenId>{5, 6, 7, 1, 2, 5, 6, 7, 9, 9, 3, 5, 6, 7}, 3, 2, drafts);
   CHECK(drafts == std::vector<TokenId>{9, 9});
   drafts.clear();  // only the last token recurs: a 1-gram match
-  ngram.propose(std::vector<TokenId>{8, 4, 1, 2, 3, 8}, 3, 3, drafts);
+  ngram.propose_tokens(std::vector<TokenId>{8, 4, 1, 2, 3, 8}, 3, 3, drafts);
   CHECK(drafts == std::vector<TokenId>{4, 1, 2});
   drafts.clear();
-  ngram.propose(std::vector<TokenId>{1, 2, 3, 4}, 4, 3, drafts);
+  ngram.propose_tokens(std::vector<TokenId>{1, 2, 3, 4}, 4, 3, drafts);
   CHECK(drafts.empty());
   drafts.clear();  // the continuation runs into the end of the tokens
-  ngram.propose(std::vector<TokenId>{7, 7}, 2, 3, drafts);
+  ngram.propose_tokens(std::vector<TokenId>{7, 7}, 2, 3, drafts);
   CHECK(drafts == std::vector<TokenId>{7});
 }
 
@@ -260,24 +260,53 @@ TEST_CASE("speculation: abort between verifications frees every block, rejected 
   }
 }
 
-TEST_CASE("speculation: n > 1, sampled and opted-out requests decode as without it (not speculated)") {
+TEST_CASE("speculation: n > 1, sampled, logprobs and min_tokens requests speculate and get the same outputs") {
+  // Guessed drafts are checked against each row's own draw, which uses the choice's seed at the
+  // token's position as without speculation: seeded sampled outputs are identical token for token.
   MockModels models;
-  std::vector<GenerateRequest> requests = mixed_requests(4, 20);
+  std::vector<GenerateRequest> requests = mixed_requests(5, 20);
   requests[0].n = 3;
-  requests[1].sampling = {.temperature = 0.8f, .seed = 9};
+  requests[0].sampling = {.temperature = 1.0f, .top_k = 40, .seed = 5};
+  requests[1].sampling = {.temperature = 0.8f, .top_p = 0.9f, .seed = 9};
   requests[2].sampling.num_logprobs = 2;
-  requests.push_back(requests[3]);
-  requests.back().speculative = false;  // opted out
+  requests[2].sampling.num_top_logits = 3;
+  requests[3].stop.min_tokens = 10;
+  requests[3].stop.stop_token_ids = {7, 8, 9, 10, 11};
   const auto expected = run_checked(*models.engine({.num_kv_blocks = 1024}), requests);
   auto engine = models.engine({.num_kv_blocks = 1024, .speculative = SpeculativeMethod::ngram});
   check_same(run_checked(*engine, requests), expected);
+  // Choice 0 of every request replayed: always right for n = 1 and for request 0's first choice.
   const auto known = continuations(requests, expected);
   auto replay = models.engine(with_proposer({.num_kv_blocks = 1024}, std::make_shared<ReplayProposer>(known, 512)));
   const auto got = run_checked(*replay, requests);
   check_same(got, expected);
-  // Only request 3 (greedy, n = 1, no logprobs, not opted out) speculated: its drafts are the only
-  // ones, and fewer than its tokens.
-  const int32_t generated3 = static_cast<int32_t>(std::next(expected.begin(), 3)->second.choices[0].tokens.size());
-  CHECK(replay->stats().num_accepted_draft_tokens > 0);
-  CHECK(replay->stats().num_accepted_draft_tokens < generated3);
+  for (auto g = got.begin(), e = expected.begin(); e != expected.end(); ++g, ++e) {
+    for (std::size_t c = 0; c < e->second.choices.size(); ++c) {
+      const std::vector<TokenLogprob>& a = g->second.choices[c].logprobs;
+      const std::vector<TokenLogprob>& b = e->second.choices[c].logprobs;
+      REQUIRE(a.size() == b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        CHECK(a[i].token == b[i].token);
+        CHECK(a[i].logprob == b[i].logprob);
+        CHECK(a[i].top == b[i].top);
+      }
+    }
+  }
+  int64_t replayed = 0;
+  for (const auto& [id, r] : expected) replayed += static_cast<int64_t>(r.choices[0].tokens.size()) - 1;
+  // Most of every request's choice-0 tokens came as accepted drafts (each verification also adds
+  // its own token, and request 3's min_tokens rows cut no draft).
+  CHECK(replay->stats().num_accepted_draft_tokens > replayed / 2);
+}
+
+TEST_CASE("speculation: penalties, grammars and opted-out requests decode without it") {
+  MockModels models;
+  std::vector<GenerateRequest> requests = mixed_requests(2, 20);
+  requests[0].sampling.repetition_penalty = 1.3f;
+  requests[1].speculative = false;
+  const auto expected = run_checked(*models.engine({.num_kv_blocks = 1024}), requests);
+  const auto known = continuations(requests, expected);
+  auto replay = models.engine(with_proposer({.num_kv_blocks = 1024}, std::make_shared<ReplayProposer>(known, 512)));
+  check_same(run_checked(*replay, requests), expected);
+  CHECK(replay->stats().num_draft_tokens == 0);
 }

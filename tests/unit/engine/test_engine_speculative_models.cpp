@@ -109,3 +109,27 @@ TEST_CASE("speculation on the tiny Qwen2: n-gram outputs equal plain greedy, 1-3
 TEST_CASE("speculation on stories260K: n-gram outputs equal plain greedy, 1-32 sequences, preemption") {
   check_model(stories(), 48);
 }
+
+TEST_CASE("speculation on stories260K: seeded sampled outputs with n-gram equal those without") {
+  // Each row draws with the choice's seed at its token's position, as without speculation, so a
+  // guessed draft changes nothing but the speed, even when sampling (and with n > 1).
+  auto tokenizer = tokenizer_of(stories());
+  std::vector<GenerateRequest> requests = prompts(*tokenizer, 12, 40);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    requests[i].sampling = {.temperature = 0.7f + 0.1f * static_cast<float>(i % 4), .top_k = i % 3 == 0 ? 0 : 20,
+                            .top_p = i % 2 == 0 ? 1.0f : 0.9f, .seed = 100 + i};
+    requests[i].n = i % 5 == 0 ? 2 : 1;
+  }
+  const auto expected = run_checked(*stories().engine({.num_kv_blocks = 256}, tokenizer), requests);
+  auto ngram = stories().engine({.num_kv_blocks = 256, .speculative = SpeculativeMethod::ngram}, tokenizer);
+  const auto got = run_checked(*ngram, requests);
+  REQUIRE(got.size() == expected.size());
+  for (auto g = got.begin(), e = expected.begin(); e != expected.end(); ++g, ++e) {
+    REQUIRE(g->second.choices.size() == e->second.choices.size());
+    for (std::size_t c = 0; c < e->second.choices.size(); ++c) {
+      CHECK(g->second.choices[c].tokens == e->second.choices[c].tokens);
+      CHECK(g->second.choices[c].text == e->second.choices[c].text);
+    }
+  }
+  CHECK(ngram->stats().num_accepted_draft_tokens > 0);
+}

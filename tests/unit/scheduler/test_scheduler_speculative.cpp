@@ -14,9 +14,9 @@ using namespace llaisys;
 namespace {
 
 // Proposes `next` tokens 100, 101, ... (capped by max_drafts) and counts its calls.
-class FixedProposer final : public DraftProposer {
+class FixedProposer final : public TokenProposer {
  public:
-  void propose(std::span<const TokenId>, int32_t, int32_t max_drafts, std::vector<TokenId>& drafts) override {
+  void propose_tokens(std::span<const TokenId>, int32_t, int32_t max_drafts, std::vector<TokenId>& drafts) override {
     ++calls;
     for (int32_t i = 0; i < max_drafts; ++i) drafts.push_back(100 + i);
   }

@@ -86,6 +86,11 @@ class LogitsSampler {
   //  is above -inf (all -inf or NaN), the answer is the lowest allowed id.
   TokenId pick(std::span<float> logits, const DrawParams& params, double uniform,
                std::span<const uint32_t> allowed = {});
+  // The distribution pick() draws from, as probabilities per token ([vocab], 0 for every token it
+  // never returns; one-hot when greedy): pick(u) for u uniform in [0, 1) returns v with chance
+  // probs[v]. Same arguments and in-place changes to `logits` as pick().
+  void distribution(std::span<float> logits, const DrawParams& params, std::vector<float>& probs,
+                    std::span<const uint32_t> allowed = {});
 
  private:
   struct Candidate {
@@ -106,6 +111,11 @@ class LogitsSampler {
   TokenId draw_top_k(std::span<const float> scaled, const Window& window, std::size_t k, float top_p,
                      double uniform);
   TokenId draw_all(std::span<const float> scaled, const Window& window, float top_p, double uniform);
+  // What the draws keep. keep_top_k: the kept candidates in candidates_ (most likely first, weights
+  // set), returns their total weight. keep_all: weights_ per token; every token at least as likely
+  // as the returned cut is kept, with total weight kept_total.
+  double keep_top_k(std::span<const float> scaled, const Window& window, std::size_t k, float top_p);
+  Candidate keep_all(std::span<const float> scaled, const Window& window, float top_p, double& kept_total);
 
   std::vector<Candidate> candidates_;    // top_k's candidates, or top_p's boundary bucket
   std::vector<double> weights_;          // [vocab] per-token weights (draw_all)

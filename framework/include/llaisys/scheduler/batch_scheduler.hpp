@@ -24,6 +24,8 @@
 // the tokens the engine accepted, counts the K/V of the accepted ones as computed and truncates the
 // rest, so neither the table nor the prefix cache ever holds a rejected token. A verification that
 // accepts nothing makes the sequence skip speculation for 1, 2, 4 .. 32 decode steps (back-off).
+// The proposer is asked once per step for every speculating sequence (a draft model runs them as
+// one batch) and told when a sequence is preempted or finished (it may keep state per sequence).
 // Each schedule() that returns chunks opens a PagedKVStore::Step; update() commits it, fail_step()
 // drops it (the KV rolls back) and puts the sequences it admitted back at the head of the queue, so
 // scheduling again gives the same step.
@@ -58,7 +60,8 @@ struct SchedulerRequest {
   OutputKind output_kind = OutputKind::logits;
   bool use_prefix_cache = true;           // false when every prompt position must be computed
   bool prompt_logprobs = false;           // every prompt position's logits are read (see the policy)
-  int32_t num_speculative_tokens = 0;     // drafts per decode step (n = 1 only; 0: none)
+  int32_t num_speculative_tokens = 0;     // drafts per decode step (0: none)
+  std::vector<DraftSampling> draft_sampling;  // per choice (a sampling proposer's draws); empty: greedy
 };
 
 struct SchedulerStats {
@@ -116,10 +119,11 @@ class BatchScheduler {
   };
   bool schedule_running(SchedulerOutput& out, Budget& budget);
   void schedule_waiting(SchedulerOutput& out, Budget& budget);
-  // num_tokens of the sequence's own tokens, then `drafts` (speculative decoding).
-  void add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_tokens, std::span<const TokenId> drafts = {});
-  // Drafts for a decoding sequence, at most max_drafts; none when it does not speculate now.
-  std::vector<TokenId> propose_drafts(Sequence& s, int32_t max_drafts);
+  // num_tokens of the sequence's own tokens, then the draft's tokens (speculative decoding).
+  void add_chunk(SchedulerOutput& out, Sequence& s, int32_t num_tokens, Draft draft = {});
+  // Drafts for the decoding sequences among `order` that speculate in this step, from one call to
+  // the proposer; the drafts of all of them together fit `budget_tokens` beside their own tokens.
+  std::unordered_map<SeqId, Draft> propose_drafts(std::span<const SeqId> order, int32_t budget_tokens);
   // After a speculative chunk's tokens were appended (num_appended of them): the K/V of all but the
   // last counts as computed, the rest of the step's slots go, the back-off and counters move.
   void settle_speculation(Sequence& s, std::span<const TokenId> drafts, int32_t num_appended);

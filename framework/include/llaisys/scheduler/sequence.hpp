@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "llaisys/model/types.hpp"
+#include "llaisys/scheduler/draft_proposer.hpp"
 
 namespace llaisys {
 
@@ -48,6 +49,7 @@ struct Sequence {
   int32_t num_speculative_tokens = 0; // drafts verified per decode step (0: no speculation)
   int32_t speculation_backoff = 0;    // steps skipped after the last verification accepted nothing
   int32_t speculation_skip = 0;       // decode steps left to run without drafts
+  DraftSampling draft_sampling;       // how a sampling proposer draws this sequence's drafts
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

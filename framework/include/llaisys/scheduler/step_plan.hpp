@@ -27,6 +27,7 @@ struct ScheduledChunk {
   // Speculative decoding: token_ids = [the sequence's last token, drafts...]; the sequence samples
   // one row per position (num_draft_tokens + 1 rows) and keeps the drafts the rows agree with.
   int32_t num_draft_tokens = 0;
+  std::vector<float> draft_probs;         // empty, or [num_draft_tokens x vocab]: Draft::probs
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   // The position of the token sampled from this chunk's last row (the sequence's length before it,
   // plus the drafts).
