@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "llaisys/core/device.hpp"
+#include "llaisys/engine/draft_model_proposer.hpp"
 #include "llaisys/engine/llm_engine.hpp"
 #include "llaisys/grammar/grammar_compiler.hpp"
 #include "llaisys/model/registry.hpp"
@@ -28,7 +29,7 @@ struct EngineOptions {
   int32_t block_size = 16;
   bool no_prefix_cache = false;
   std::optional<uint64_t> seed;         // seeds requests without their own seed
-  std::string speculative = "none";     // none or ngram (EngineConfig::speculative)
+  std::string speculative = "none";     // none, ngram, or draft:MODEL_DIR (a draft model)
   int32_t num_speculative_tokens = 4;
 };
 
@@ -36,9 +37,11 @@ struct EngineOptions {
 // --no-prefix-cache, --seed.
 void add_engine_options(CLI::App& cmd, EngineOptions& options);
 
-// --speculative none|ngram, --num-speculative-tokens K (apart from add_engine_options: not every
-// app offers speculation yet).
+// --speculative none|ngram|draft:MODEL_DIR, --num-speculative-tokens K.
 void add_speculative_options(CLI::App& cmd, EngineOptions& options);
+
+// The draft model's directory of `--speculative draft:DIR`; empty for the other methods.
+std::filesystem::path draft_model_dir(const EngineOptions& options);
 
 // Every value within its range (a TOML file skips the flags' checks): max_context [0, 2^24],
 // max_num_seqs [1, 4096], max_batched_tokens [1, 2^20], kv_cache_mb [1, 2^24], block_size [1, 1024].
@@ -78,6 +81,8 @@ struct ServedModel {
   // (no tokenizer, or the model's template is broken: chat_template_status says why).
   std::string chat_template_source = "none";
   std::unique_ptr<LLMEngine> engine;
+  // `--speculative draft:DIR`: the draft model the engine's speculation runs (null otherwise).
+  std::shared_ptr<DraftModelProposer> draft;
   // Structured output's grammars for this model's vocabulary (null without a tokenizer).
   std::shared_ptr<grammar::GrammarCompiler> grammars;
 };
@@ -86,5 +91,10 @@ struct ServedModel {
 // template (the model's; kFallbackChatTemplate when it has none; a broken template is not fatal:
 // chat requests get chat_template_status).
 Result<ServedModel> load_served_model(const PluginRegistry& registry, const ModelLoadOptions& options);
+
+// `--speculative draft:DIR`: opens DIR on the target's device, checks that its tokenizer names every
+// token id as the target's does, and gives it a KV pool of its own.
+Result<std::shared_ptr<DraftModelProposer>> load_draft_model(const PluginRegistry& registry,
+                                                             const ModelLoadOptions& options, const ServedModel& target);
 
 }  // namespace llaisys::app

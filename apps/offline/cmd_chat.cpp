@@ -345,6 +345,7 @@ void add_chat_command(CLI::App& app, const CommonOptions& common, int& exit_code
                   "auto (a model whose template or vocabulary has <think> reasons), deepseek, or none (the raw text)")
       ->capture_default_str();
   app::add_engine_options(*cmd, options->engine);
+  app::add_speculative_options(*cmd, options->engine);
   cmd->callback([&common, &exit_code, options] { exit_code = run_chat(common, *options); });
 }
 

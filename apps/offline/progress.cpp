@@ -72,8 +72,8 @@ std::string format_summary(const BatchTotals& totals, const EngineStats& stats, 
       stats.num_steps) +
          (stats.num_draft_tokens == 0
               ? std::string()
-              : fmt::format("  speculative: {} of {} draft tokens accepted ({:.1f}%)\n", stats.num_accepted_draft_tokens,
-                            stats.num_draft_tokens,
+              : fmt::format("  speculative ({}): {} of {} draft tokens accepted ({:.1f}%)\n", stats.speculative_method,
+                            stats.num_accepted_draft_tokens, stats.num_draft_tokens,
                             100.0 * static_cast<double>(stats.num_accepted_draft_tokens) /
                                 static_cast<double>(stats.num_draft_tokens)));
 }

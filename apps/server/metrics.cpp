@@ -140,6 +140,37 @@ Getter stat(F field) {
   return [field](const ModelMetricsView& m) { return m.engine ? static_cast<double>(field(*m.engine)) : 0.0; };
 }
 
+// Speculative decoding per model and method (ngram, draft): only models that speculate have samples.
+void speculative_series(std::string& out, const std::vector<ModelMetricsView>& models) {
+  struct Series {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*value)(const EngineStats&);
+  };
+  const Series series[] = {
+      {"llaisys_spec_decode_draft_tokens_total", "counter", "Speculative decoding: draft tokens proposed and verified.",
+       [](const EngineStats& s) { return static_cast<double>(s.num_draft_tokens); }},
+      {"llaisys_spec_decode_accepted_tokens_total", "counter",
+       "Speculative decoding: draft tokens accepted (each a token won without a model step).",
+       [](const EngineStats& s) { return static_cast<double>(s.num_accepted_draft_tokens); }},
+      {"llaisys_spec_decode_acceptance_ratio", "gauge", "Speculative decoding: accepted / verified draft tokens (lifetime).",
+       [](const EngineStats& s) {
+         return s.num_draft_tokens > 0
+                    ? static_cast<double>(s.num_accepted_draft_tokens) / static_cast<double>(s.num_draft_tokens)
+                    : 0.0;
+       }},
+  };
+  for (const Series& one : series) {
+    header(out, one.name, one.type, one.help);
+    for (const ModelMetricsView& m : models) {
+      if (!m.engine || m.engine->speculative_method.empty()) continue;
+      out += fmt::format("{}{{model=\"{}\",method=\"{}\"}} {}\n", one.name, escape_label(m.model),
+                         m.engine->speculative_method, number(one.value(*m.engine)));
+    }
+  }
+}
+
 // The series routers and autoscalers read, under vLLM's names and label (model_name), so that
 // dashboards, KEDA/HPA rules and the Kubernetes inference gateway's endpoint picker (its Model Server
 // Protocol: TotalQueuedRequests, TotalRunningRequests, KVCacheUtilization, BlockSize, NumGPUBlocks)
@@ -169,6 +200,11 @@ void vllm_series(std::string& out, const std::vector<ModelMetricsView>& models) 
          "Prompt tokens found in the prefix cache.", stat([](const EngineStats& s) { return s.prefix_hit_tokens; }));
   simple(out, models, kLabel, "vllm:num_preemptions_total", "counter", "Sequences preempted (KV pool full).",
          stat([](const EngineStats& s) { return s.num_preemptions; }));
+  simple(out, models, kLabel, "vllm:spec_decode_num_draft_tokens_total", "counter",
+         "Speculative decoding: draft tokens verified.", stat([](const EngineStats& s) { return s.num_draft_tokens; }));
+  simple(out, models, kLabel, "vllm:spec_decode_num_accepted_tokens_total", "counter",
+         "Speculative decoding: draft tokens accepted.",
+         stat([](const EngineStats& s) { return s.num_accepted_draft_tokens; }));
   simple(out, models, kLabel, "vllm:prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
          [](const ModelMetricsView& m) { return static_cast<double>(m.metrics.prompt_tokens); });
   simple(out, models, kLabel, "vllm:generation_tokens_total", "counter", "Generated tokens of finished requests.",
@@ -233,6 +269,7 @@ std::string render_prometheus(const std::vector<ModelMetricsView>& models,
   simple(out, models, "model", "llaisys_prefix_cache_hit_ratio", "gauge",
          "Prompt tokens served from the prefix cache / prompt tokens looked up (lifetime).",
          stat([](const EngineStats& s) { return s.prefix_hit_rate(); }));
+  speculative_series(out, models);
   simple(out, models, "model", "llaisys_structured_output_mask_seconds_total", "counter",
          "Engine time spent computing structured output's allowed-token masks.",
          stat([](const EngineStats& s) { return static_cast<double>(s.times.mask_ns) * 1e-9; }));

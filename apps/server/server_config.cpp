@@ -97,22 +97,37 @@ Result<bool> read_engine_key(std::string_view key, const toml::node& node, const
     engine.seed = static_cast<uint64_t>(seed);
     return true;
   }
-  if (key == "speculative") {  // speculative = { method = "ngram", num_tokens = 4 }
+  // speculative = { method = "ngram", num_tokens = 4 }, or { method = "draft", model = "DIR", num_tokens = 4 }
+  // (method = "draft:DIR" is the same)
+  if (key == "speculative") {
     const toml::table* table = node.as_table();
     if (table == nullptr) {
       return make_error(ErrorCode::invalid_argument,
                         "{}: 'speculative' must be a table, e.g. speculative = {{ method = \"ngram\", num_tokens = 4 }}",
                         where);
     }
+    std::string draft_model;
     for (const auto& [k, value] : *table) {
       if (k.str() == "method") {
         LLAISYS_RETURN_IF_ERROR(read_value(value, "speculative.method", where, engine.speculative));
       } else if (k.str() == "num_tokens") {
         LLAISYS_RETURN_IF_ERROR(read_value(value, "speculative.num_tokens", where, engine.num_speculative_tokens));
+      } else if (k.str() == "model") {
+        LLAISYS_RETURN_IF_ERROR(read_value(value, "speculative.model", where, draft_model));
       } else {
-        return make_error(ErrorCode::invalid_argument, "{}: unknown key 'speculative.{}' (method, num_tokens)", where,
-                          k.str());
+        return make_error(ErrorCode::invalid_argument, "{}: unknown key 'speculative.{}' (method, model, num_tokens)",
+                          where, k.str());
       }
+    }
+    if (!draft_model.empty() && engine.speculative != "draft") {
+      return make_error(ErrorCode::invalid_argument, "{}: 'speculative.model' goes with method = \"draft\", not \"{}\"",
+                        where, engine.speculative);
+    }
+    if (engine.speculative == "draft") {
+      if (draft_model.empty()) {
+        return make_error(ErrorCode::invalid_argument, "{}: method = \"draft\" needs 'speculative.model' (the draft model's directory)", where);
+      }
+      engine.speculative = "draft:" + draft_model;
     }
     return true;
   }

@@ -52,6 +52,10 @@ for name, model, users in (("tiny-qwen2", tiny, ["hi", "more"]),
         # Every answer re-encodes to its own ids, so re-rendering the messages gives the same prompts:
         # the chat then also equals generate over the conversation's messages.
         assert by_ids == by_messages, f"{name}: {by_ids} != {by_messages}"
+    # Speculation changes the speed, not the answers: n-gram, and the model drafting for itself.
+    for method in ("ngram", "draft:" + model):
+        q = chat(model, users, "--max-tokens", str(max_tokens), "--speculative", method)
+        assert q.stdout == expected, f"{name}: --speculative {method} changed the answers\n{q.stdout!r}"
     print(f"{name}: {len(users)} piped turns equal the engine's answers"
           f" (messages re-encoded: {'equal too' if round_trips else 'answers do not round-trip'})")
     if name == "tiny-qwen2":

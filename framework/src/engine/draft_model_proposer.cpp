@@ -17,7 +17,8 @@ Result<std::shared_ptr<DraftModelProposer>> DraftModelProposer::create(EngineMod
     return make_error(ErrorCode::invalid_argument, "the draft model's block size must be positive, got {}", config.block_size);
   }
   if (info.vocab_size <= 0) return Status(ErrorCode::invalid_argument, "the draft model reports no vocabulary");
-  const int32_t num_blocks = kv_blocks_for_budget(config.kv_cache_bytes, info.kv_bytes_per_token, config.block_size);
+  int32_t num_blocks = kv_blocks_for_budget(config.kv_cache_bytes, info.kv_bytes_per_token, config.block_size);
+  if (config.max_num_blocks > 0) num_blocks = std::min(num_blocks, config.max_num_blocks);
   if (num_blocks <= 0) {
     return make_error(ErrorCode::resource_exhausted,
                       "a draft KV budget of {} bytes holds no block of {} tokens at {} bytes per token",

@@ -327,6 +327,7 @@ EngineStats LLMEngine::stats() const {
           .num_generated_tokens = state_->outputs.num_generated_tokens(),
           .num_draft_tokens = scheduler.num_draft_tokens,
           .num_accepted_draft_tokens = scheduler.num_accepted_draft_tokens,
+          .speculative_method = state_->scheduler.proposer() ? state_->scheduler.proposer()->method() : std::string_view(),
           .num_steps = state_->num_steps,
           .num_failed_steps = state_->num_failed_steps,
           .num_finished = state_->outputs.num_finished(),

@@ -20,6 +20,7 @@ class FixedProposer final : public TokenProposer {
     ++calls;
     for (int32_t i = 0; i < max_drafts; ++i) drafts.push_back(100 + i);
   }
+  std::string_view method() const override { return "fixed"; }
   int calls = 0;
 };
 

@@ -212,6 +212,25 @@ TEST_CASE("metrics: the Model Server Protocol's series under vLLM's names equal 
   }
 }
 
+TEST_CASE("metrics: speculative decoding's drafts and acceptance per model and method") {
+  EngineStats speculating;
+  speculating.num_draft_tokens = 200;
+  speculating.num_accepted_draft_tokens = 150;
+  speculating.speculative_method = "draft";
+  const std::string text = render_prometheus(
+      {{.model = "s", .metrics = {}, .engine = speculating}, {.model = "plain", .metrics = {}, .engine = EngineStats{}}}, {},
+      {});
+  CHECK(sample(text, "llaisys_spec_decode_draft_tokens_total{model=\"s\",method=\"draft\"}") == 200);
+  CHECK(sample(text, "llaisys_spec_decode_accepted_tokens_total{model=\"s\",method=\"draft\"}") == 150);
+  CHECK(sample(text, "llaisys_spec_decode_acceptance_ratio{model=\"s\",method=\"draft\"}") == Approx(0.75));
+  CHECK(sample(text, "vllm:spec_decode_num_draft_tokens_total{model_name=\"s\"}") == 200);
+  CHECK(sample(text, "vllm:spec_decode_num_accepted_tokens_total{model_name=\"s\"}") == 150);
+  // A model that does not speculate has no method, so no llaisys_spec_decode sample.
+  CHECK(text.find("llaisys_spec_decode_draft_tokens_total{model=\"plain\"") == std::string::npos);
+  CHECK(text.find("# TYPE llaisys_spec_decode_draft_tokens_total counter\n") != std::string::npos);
+  CHECK(text.find("# TYPE llaisys_spec_decode_acceptance_ratio gauge\n") != std::string::npos);
+}
+
 namespace {
 
 // parse_command_line on `llaisys-server --config FILE --model m=/x ARGS...` with `toml` in FILE.
@@ -245,9 +264,19 @@ TEST_CASE("config: --drain-timeout and speculative decoding, from flags and the 
   REQUIRE_FALSE(flags.first.has_value());
   CHECK(flags.second.engine.speculative == "ngram");
   CHECK(flags.second.engine.num_speculative_tokens == 3);
+  const auto draft = parse_with("[server]\nspeculative = { method = \"draft\", model = \"/m/small\", num_tokens = 5 }\n");
+  REQUIRE_FALSE(draft.first.has_value());
+  CHECK(draft.second.engine.speculative == "draft:/m/small");
+  CHECK(app::draft_model_dir(draft.second.engine) == "/m/small");
+  const auto draft_flag = parse_with("[server]\n", {"--speculative", "draft:/m/tiny"});
+  REQUIRE_FALSE(draft_flag.first.has_value());
+  CHECK(app::draft_model_dir(draft_flag.second.engine) == "/m/tiny");
+  CHECK(app::draft_model_dir(flags.second.engine).empty());
   for (const char* bad : {"speculative = \"ngram\"\n", "speculative = { method = \"eagle\" }\n",
                           "speculative = { method = \"ngram\", num_tokens = 0 }\n",
-                          "speculative = { method = \"ngram\", tokens = 4 }\n"}) {
+                          "speculative = { method = \"ngram\", tokens = 4 }\n",
+                          "speculative = { method = \"draft\" }\n", "speculative = { method = \"draft:\" }\n",
+                          "speculative = { method = \"ngram\", model = \"/m/small\" }\n"}) {
     INFO(bad);
     CHECK(parse_with(std::string("[server]\n") + bad).first == 2);
   }

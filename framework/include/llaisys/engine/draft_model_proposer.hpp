@@ -28,6 +28,7 @@ struct DraftModelConfig {
   int32_t block_size = 16;
   uint64_t kv_cache_bytes = uint64_t{256} << 20;  // the draft's KV pool
   int32_t target_vocab_size = 0;  // the target's vocabulary: drafts stay inside it (0: the draft's)
+  int32_t max_num_blocks = 0;     // > 0: at most this many blocks, whatever the budget holds
 };
 
 struct DraftModelStats {
@@ -44,6 +45,7 @@ class DraftModelProposer final : public DraftProposer {
 
   void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override;
   void release(SeqId seq) override;
+  std::string_view method() const override { return "draft"; }
 
   const ModelInfo& info() const { return model_.info(); }
   int32_t num_blocks() const { return num_blocks_; }

@@ -46,12 +46,14 @@ struct EngineConfig {
   bool enable_prefix_cache = true;
   std::string cache_namespace;             // this model's key space in the prefix cache
   std::optional<uint64_t> seed;            // seeds unseeded requests; unset: std::random_device
-  // Speculative decoding (greedy-exact): each decode step of an eligible request also verifies up to
-  // num_speculative_tokens drafts. Eligible, in this version: n = 1, greedy (temperature 0), no
-  // penalties, min_tokens, logprobs, top logits or grammar; every other request decodes as without.
+  // Speculative decoding: each decode step of an eligible request also verifies up to
+  // num_speculative_tokens drafts; the output is the same as without (greedy: token for token;
+  // sampled: the same distribution, and with guessed drafts the same tokens). Eligible: every
+  // generating request without penalties or a grammar that did not opt out.
   SpeculativeMethod speculative = SpeculativeMethod::none;
   int32_t num_speculative_tokens = 4;
-  std::shared_ptr<DraftProposer> proposer;  // tests and benchmarks: used instead of `speculative`
+  // Used instead of `speculative`: a draft model (DraftModelProposer), test and benchmark proposers.
+  std::shared_ptr<DraftProposer> proposer;
 };
 
 inline constexpr int32_t kMaxChoices = 64;  // largest n
@@ -85,6 +87,7 @@ struct EngineStats {
   int64_t num_generated_tokens = 0;        // tokens sampled
   int64_t num_draft_tokens = 0;            // speculative drafts verified
   int64_t num_accepted_draft_tokens = 0;   // of which accepted (each a token won without a step)
+  std::string_view speculative_method;     // the proposer's DraftProposer::method(); empty: none
   int64_t num_steps = 0;
   int64_t num_failed_steps = 0;
   std::array<int64_t, 5> num_finished{};   // requests, indexed by FinishReason

@@ -103,6 +103,7 @@ class BatchScheduler {
   const Sequence* sequence(SeqId seq) const;
   SchedulerStats stats() const;
   const PagedKVStore& kv() const { return *kv_; }
+  const DraftProposer* proposer() const { return config_.proposer.get(); }
 
  private:
   int64_t cache_tokens() const;

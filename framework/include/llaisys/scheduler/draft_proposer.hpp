@@ -57,6 +57,8 @@ class DraftProposer {
   virtual void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) = 0;
   // The sequence finished or was preempted: whatever the proposer keeps for it can go.
   virtual void release(SeqId /*seq*/) {}
+  // Its name in statistics and metrics: "ngram", "draft", ...
+  virtual std::string_view method() const = 0;
 };
 
 // A proposer that guesses from a sequence's tokens alone, one sequence at a time.
@@ -77,6 +79,7 @@ class NgramProposer final : public TokenProposer {
       : min_ngram_(min_ngram), max_ngram_(max_ngram) {}
   void propose_tokens(std::span<const TokenId> tokens, int32_t num_prompt_tokens, int32_t max_drafts,
                       std::vector<TokenId>& drafts) override;
+  std::string_view method() const override { return "ngram"; }
 
  private:
   int32_t min_ngram_;
@@ -93,6 +96,7 @@ class ReplayProposer final : public TokenProposer {
       : known_(std::move(known)), vocab_size_(vocab_size), always_wrong_(always_wrong) {}
   void propose_tokens(std::span<const TokenId> tokens, int32_t num_prompt_tokens, int32_t max_drafts,
                       std::vector<TokenId>& drafts) override;
+  std::string_view method() const override { return "replay"; }
 
  private:
   std::vector<std::vector<TokenId>> known_;
