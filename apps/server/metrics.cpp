@@ -154,6 +154,9 @@ void speculative_series(std::string& out, const std::vector<ModelMetricsView>& m
       {"llaisys_spec_decode_accepted_tokens_total", "counter",
        "Speculative decoding: draft tokens accepted (each a token won without a model step).",
        [](const EngineStats& s) { return static_cast<double>(s.num_accepted_draft_tokens); }},
+      {"llaisys_spec_decode_draft_kv_blocks_used", "gauge",
+       "Speculative decoding: KV blocks of the draft model's own pool held for sequences (0 for n-gram).",
+       [](const EngineStats& s) { return static_cast<double>(s.num_draft_kv_blocks_used); }},
       {"llaisys_spec_decode_acceptance_ratio", "gauge", "Speculative decoding: accepted / verified draft tokens (lifetime).",
        [](const EngineStats& s) {
          return s.num_draft_tokens > 0

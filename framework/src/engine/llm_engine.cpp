@@ -328,6 +328,7 @@ EngineStats LLMEngine::stats() const {
           .num_draft_tokens = scheduler.num_draft_tokens,
           .num_accepted_draft_tokens = scheduler.num_accepted_draft_tokens,
           .speculative_method = state_->scheduler.proposer() ? state_->scheduler.proposer()->method() : std::string_view(),
+          .num_draft_kv_blocks_used = state_->scheduler.proposer() ? state_->scheduler.proposer()->num_blocks_held() : 0,
           .num_steps = state_->num_steps,
           .num_failed_steps = state_->num_failed_steps,
           .num_finished = state_->outputs.num_finished(),

@@ -217,12 +217,14 @@ TEST_CASE("metrics: speculative decoding's drafts and acceptance per model and m
   speculating.num_draft_tokens = 200;
   speculating.num_accepted_draft_tokens = 150;
   speculating.speculative_method = "draft";
+  speculating.num_draft_kv_blocks_used = 12;
   const std::string text = render_prometheus(
       {{.model = "s", .metrics = {}, .engine = speculating}, {.model = "plain", .metrics = {}, .engine = EngineStats{}}}, {},
       {});
   CHECK(sample(text, "llaisys_spec_decode_draft_tokens_total{model=\"s\",method=\"draft\"}") == 200);
   CHECK(sample(text, "llaisys_spec_decode_accepted_tokens_total{model=\"s\",method=\"draft\"}") == 150);
   CHECK(sample(text, "llaisys_spec_decode_acceptance_ratio{model=\"s\",method=\"draft\"}") == Approx(0.75));
+  CHECK(sample(text, "llaisys_spec_decode_draft_kv_blocks_used{model=\"s\",method=\"draft\"}") == 12);
   CHECK(sample(text, "vllm:spec_decode_num_draft_tokens_total{model_name=\"s\"}") == 200);
   CHECK(sample(text, "vllm:spec_decode_num_accepted_tokens_total{model_name=\"s\"}") == 150);
   // A model that does not speculate has no method, so no llaisys_spec_decode sample.

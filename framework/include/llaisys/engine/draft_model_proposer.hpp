@@ -46,6 +46,7 @@ class DraftModelProposer final : public DraftProposer {
   void propose(std::span<const DraftRequest> requests, std::span<Draft> drafts) override;
   void release(SeqId seq) override;
   std::string_view method() const override { return "draft"; }
+  int32_t num_blocks_held() const override { return num_blocks_ - num_free_blocks(); }
 
   const ModelInfo& info() const { return model_.info(); }
   int32_t num_blocks() const { return num_blocks_; }

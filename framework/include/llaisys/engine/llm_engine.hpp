@@ -88,6 +88,7 @@ struct EngineStats {
   int64_t num_draft_tokens = 0;            // speculative drafts verified
   int64_t num_accepted_draft_tokens = 0;   // of which accepted (each a token won without a step)
   std::string_view speculative_method;     // the proposer's DraftProposer::method(); empty: none
+  int32_t num_draft_kv_blocks_used = 0;     // the proposer's own KV blocks held (a draft model's)
   int64_t num_steps = 0;
   int64_t num_failed_steps = 0;
   std::array<int64_t, 5> num_finished{};   // requests, indexed by FinishReason

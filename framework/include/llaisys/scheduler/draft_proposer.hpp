@@ -59,6 +59,8 @@ class DraftProposer {
   virtual void release(SeqId /*seq*/) {}
   // Its name in statistics and metrics: "ngram", "draft", ...
   virtual std::string_view method() const = 0;
+  // KV blocks of its own held for sequences (a draft model's pool); 0 for proposers without a model.
+  virtual int32_t num_blocks_held() const { return 0; }
 };
 
 // A proposer that guesses from a sequence's tokens alone, one sequence at a time.

@@ -236,7 +236,9 @@ export async function startFixture(name, { args = [], apiKey, mock = {}, mockCon
     mockDirs[id] = makeMock(dir, tiny, { name: id, mock: options.mock ?? {}, maxContext: options.maxContext ?? 1024 });
     models.push([id, mockDirs[id]]);
   }
-  const server = new Server({ models, args, apiKey, env, name, logDir: dir });
+  // args: a list, or a function of the tiny Qwen2's directory returning one.
+  const argv = typeof args === 'function' ? args(tiny) : args;
+  const server = new Server({ models, args: argv, apiKey, env, name, logDir: dir });
   try {
     await server.start();
   } catch (error) {
