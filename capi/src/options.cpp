@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kKnownKeys[] = {"max_num_seqs",  "max_batched_tokens", "kv_cache_mb", "block_size",
                                       "max_context",   "no_prefix_cache",    "seed",        "threads",
                                       "device",        "model_options",      "chat_template_file",
-                                      "plugin_dir",    "max_in_flight"};
+                                      "plugin_dir",    "max_in_flight",      "speculative_config"};
 
 constexpr app::ValueRange kThreads{0, 4096}, kMaxInFlight{1, 1 << 20}, kSeed{0, INT64_MAX};
 
@@ -46,6 +46,39 @@ Status read_int(const json::object& object, std::string_view key, app::ValueRang
   return Status();
 }
 
+// vLLM's speculative_config: {"method": "ngram"} or {"model": DIR} (method "draft" / "draft_model"
+// with it), and "num_speculative_tokens". Other keys (vLLM's prompt_lookup_max, ...) are refused.
+Status read_speculative_config(const json::value& value, app::EngineOptions& engine) {
+  if (!value.is_object()) {
+    return app::bad_field("speculative_config", "an object such as {\"method\": \"ngram\", \"num_speculative_tokens\": 4}");
+  }
+  const json::object& config = value.as_object();
+  for (const auto& [key, v] : config) {
+    if (key != "method" && key != "model" && key != "num_speculative_tokens") {
+      return make_error(ErrorCode::invalid_argument,
+                        "unknown speculative_config key '{}' (known: method, model, num_speculative_tokens)",
+                        std::string_view(key));
+    }
+  }
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<std::string> method, app::string_field(config, "method"));
+  LLAISYS_ASSIGN_OR_RETURN(std::optional<std::string> model, app::string_field(config, "model"));
+  if (model) {
+    if (method && *method != "draft" && *method != "draft_model") {
+      return make_error(ErrorCode::invalid_argument,
+                        "speculative_config: 'model' is a draft model, which method '{}' does not take", *method);
+    }
+    engine.speculative = "draft:" + *model;
+  } else if (method) {
+    if (*method == "draft" || *method == "draft_model") {
+      return Status(ErrorCode::invalid_argument, "speculative_config: method 'draft' needs 'model' (its directory)");
+    }
+    engine.speculative = *method;
+  } else {
+    return Status(ErrorCode::invalid_argument, "speculative_config needs 'method' (ngram) or 'model' (a draft model)");
+  }
+  return read_int(config, "num_speculative_tokens", {INT32_MIN, INT32_MAX}, engine.num_speculative_tokens);
+}
+
 }  // namespace
 
 Result<OpenOptions> parse_open_options(const std::filesystem::path& model, const char* options_json) {
@@ -69,6 +102,10 @@ Result<OpenOptions> parse_open_options(const std::filesystem::path& model, const
   LLAISYS_RETURN_IF_ERROR(read_int(object, "kv_cache_mb", {INT64_MIN, INT64_MAX}, engine.kv_cache_mb));
   LLAISYS_RETURN_IF_ERROR(read_int(object, "block_size", kAnyInt32, engine.block_size));
   LLAISYS_RETURN_IF_ERROR(read_int(object, "max_context", kAnyInt32, engine.max_context));
+  if (const json::value* speculative = object.if_contains("speculative_config");
+      speculative != nullptr && !speculative->is_null()) {
+    LLAISYS_RETURN_IF_ERROR(read_speculative_config(*speculative, engine));
+  }
   LLAISYS_RETURN_IF_ERROR(app::validate_engine_options(engine));
   LLAISYS_ASSIGN_OR_RETURN(std::optional<bool> no_prefix_cache, app::bool_field(object, "no_prefix_cache"));
   engine.no_prefix_cache = no_prefix_cache.value_or(false);

@@ -30,8 +30,9 @@ class LLM:
 
     engine_options are the C API's open options (docs/C_API.md): max_num_seqs, max_batched_tokens,
     kv_cache_mb, block_size, max_context, no_prefix_cache, seed, threads, device, model_options,
-    chat_template_file, plugin_dir, max_in_flight. An unknown one raises ValueError naming it; a
-    missing model FileNotFoundError.
+    chat_template_file, plugin_dir, max_in_flight, speculative_config (vLLM's: {"method": "ngram"}
+    or {"model": DRAFT_DIR}, with "num_speculative_tokens"). An unknown one raises ValueError
+    naming it; a missing model FileNotFoundError.
 
     Close it with close() or a `with` block. One never closed is closed at exit (atexit), or when
     it is garbage collected, whichever comes first.

@@ -209,6 +209,31 @@ def test_unknown_engine_option_raises_value_error():
         LLM(MODEL, max_num_seqs=0)
 
 
+def test_speculative_config_keeps_the_outputs(llm):
+    # vLLM's speculative_config: n-gram prompt lookup, and a draft model (the same model drafting for
+    # itself): greedy and seeded sampled outputs equal the engine's without speculation.
+    prompts = ["one two three four one two three four one two", "hello hello hello hello hello"]
+    plain_greedy = [o.outputs[0].token_ids for o in llm.generate(prompts, greedy(24))]
+    sampled = SamplingParams(temperature=0.8, seed=11, max_tokens=24, ignore_eos=True)
+    plain_sampled = [o.outputs[0].token_ids for o in llm.generate(prompts, sampled)]
+    for config in ({"method": "ngram", "num_speculative_tokens": 3}, {"model": MODEL, "num_speculative_tokens": 2}):
+        with LLM(MODEL, speculative_config=config, **ENGINE_OPTIONS) as spec:
+            assert [o.outputs[0].token_ids for o in spec.generate(prompts, greedy(24))] == plain_greedy, config
+            if "method" in config:  # guessed drafts: the same tokens for a seed
+                assert [o.outputs[0].token_ids for o in spec.generate(prompts, sampled)] == plain_sampled
+
+
+def test_bad_speculative_config_raises_value_error_naming_it():
+    with pytest.raises(ValueError, match="prompt_lookup_max"):
+        LLM(MODEL, speculative_config={"method": "ngram", "prompt_lookup_max": 4})
+    with pytest.raises(ValueError, match="eagle"):
+        LLM(MODEL, speculative_config={"method": "eagle"})
+    with pytest.raises(ValueError, match="needs 'model'"):
+        LLM(MODEL, speculative_config={"method": "draft"})
+    with pytest.raises(ValueError, match="num_speculative_tokens"):
+        LLM(MODEL, speculative_config={"method": "ngram", "num_speculative_tokens": 0})
+
+
 def test_missing_model_raises_file_not_found_error():
     with pytest.raises(FileNotFoundError, match="/nonexistent/llaisys-python-test/model"):
         LLM("/nonexistent/llaisys-python-test/model")

@@ -51,16 +51,17 @@ Status check_prompt(std::span<const TokenId> prompt, int32_t vocab_size) {
   return Status();
 }
 
-// Which requests speculate. Verification is exact when a row's sampling does not depend on the
-// tokens before it within the step except through the drafts themselves: penalties do (their counts
-// live in the model's sequence slot, which one step may name once), a grammar's mask advances per
-// token. Sampled requests speculate too: guessed drafts are checked against the row's own draw (the
-// same draw as without speculation), sampled drafts by speculative sampling. Every other request
-// decodes as without speculation.
+// Which requests speculate. Verification is exact when each row samples as it would at its
+// position without speculation, given the drafts before it: min_tokens counts them, a grammar's
+// mask is made after them (sampling_rows.hpp). Penalties cannot: their counts live in the model's
+// sequence slot, which one step may name once, so later rows would not see the drafts. Sampled
+// requests speculate too: guessed drafts are checked against the row's own draw (the same draw as
+// without speculation), sampled drafts by speculative sampling. Every other request decodes as
+// without speculation.
 bool speculates(const GenerateRequest& request) {
   const SamplingParams& p = request.sampling;
   return request.speculative && p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f &&
-         p.frequency_penalty == 0.0f && !request.grammar;
+         p.frequency_penalty == 0.0f;
 }
 
 }  // namespace

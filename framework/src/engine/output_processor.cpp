@@ -158,7 +158,8 @@ SamplingRows& OutputProcessor::sampling_rows(const SchedulerOutput& plan) {
       // A speculative chunk samples at its last token and after every draft, in position order;
       // rows checking a sampled draft keep their logits (verify_draft_row).
       for (int32_t d = chunk.num_draft_tokens; d >= 0; --d) {
-        const int32_t ahead = chunk.num_draft_tokens - d;
+        const std::span<const TokenId> ahead =
+            std::span<const TokenId>(chunk.token_ids).subspan(1, static_cast<std::size_t>(chunk.num_draft_tokens - d));
         const bool keep_logits = d > 0 && !chunk.draft_probs.empty();
         if (Status status = sampling_.add(*r, *c, index, chunk.end_position() - d, info_, slots_, ahead, keep_logits);
             !status.ok()) {

@@ -56,7 +56,7 @@ void SamplingRows::clear() {
 }
 
 Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t position, const ModelInfo& info,
-                         SeqSlots& slots, int32_t ahead, bool keep_logits) {
+                         SeqSlots& slots, std::span<const TokenId> ahead, bool keep_logits) {
   const SamplingParams& p = r.request.sampling;
   const StopConditions& stop = r.request.stop;
   SampleRow row{.temperature = p.temperature,
@@ -91,7 +91,7 @@ Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t 
     }
     row.seq_slot = c.slot;
   }
-  if (c.num_output_tokens + ahead < stop.min_tokens) {  // too early to stop: EOS and stop ids are forbidden
+  if (c.num_output_tokens + static_cast<int32_t>(ahead.size()) < stop.min_tokens) {  // too early to stop: EOS and stop ids are forbidden
     extents.bias_begin = bias_ids_.size();
     bias_ids_.insert(bias_ids_.end(), r.bias_ids.begin(), r.bias_ids.end());
     bias_values_.insert(bias_values_.end(), r.bias_values.begin(), r.bias_values.end());
@@ -111,7 +111,7 @@ Status SamplingRows::add(RequestState& r, Choice& c, std::size_t chunk, int32_t 
   if (c.matcher) {  // written by fill_masks(), maybe while the model's forward pass runs
     extents.mask_begin = masks_.size();
     masks_.resize(masks_.size() + mask_words_);
-    mask_jobs_.push_back(MaskJob{.choice = &c, .row = rows_.size() - 1});
+    mask_jobs_.push_back(MaskJob{.choice = &c, .row = rows_.size() - 1, .ahead = {ahead.begin(), ahead.end()}});
   }
   extents_.push_back(extents);
   chunks_.push_back(chunk);
@@ -148,10 +148,38 @@ void SamplingRows::finish() {
   }
 }
 
+void SamplingRows::fill_draft_mask(const MaskJob& job, std::span<uint32_t> mask) {
+  if (draft_choice_ != job.choice || !draft_matcher_ || draft_applied_ > job.ahead.size()) {
+    draft_matcher_.emplace(job.choice->matcher->clone());
+    draft_choice_ = job.choice;
+    draft_applied_ = 0;
+    draft_ok_ = true;
+  }
+  for (; draft_applied_ < job.ahead.size(); ++draft_applied_) {
+    draft_ok_ = draft_ok_ && draft_matcher_->accept(job.ahead[draft_applied_]) && !draft_matcher_->limit_reached();
+  }
+  if (draft_ok_) {
+    draft_matcher_->fill_mask(mask);
+    if (std::any_of(mask.begin(), mask.end(), [](uint32_t w) { return w != 0u; })) return;
+  }
+  // The rows of one choice's chunk are consecutive jobs, so the previous job is the row before.
+  const std::size_t before = extents_[job.row - 1].mask_begin;
+  std::copy_n(masks_.begin() + static_cast<std::ptrdiff_t>(before), mask_words_, mask.begin());
+}
+
 void SamplingRows::fill_masks() {
   const auto start = std::chrono::steady_clock::now();
+  draft_choice_ = nullptr;
   for (const MaskJob& job : mask_jobs_) {
     const std::span<uint32_t> mask(masks_.data() + extents_[job.row].mask_begin, mask_words_);
+    if (!job.ahead.empty()) {
+      try {
+        fill_draft_mask(job, mask);
+      } catch (const std::bad_alloc&) {  // the draft's row is never used if the row before fails
+        std::copy_n(masks_.begin() + static_cast<std::ptrdiff_t>(extents_[job.row - 1].mask_begin), mask_words_, mask.begin());
+      }
+      continue;
+    }
     std::string failure;
     try {
       grammar::GrammarMatcher& matcher = *job.choice->matcher;

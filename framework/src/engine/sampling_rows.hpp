@@ -34,12 +34,12 @@ class SamplingRows {
  public:
   void clear();
   // Adds the row of choice `c` (of `r`) sampling the token at `position` from chunk `chunk`.
-  // `ahead`: tokens the choice may gain in this step before this row's (a speculative chunk's
-  // earlier drafts), which count towards min_tokens. `keep_logits`: the row's raw logits are kept
-  // (speculative sampling reads them). Fails (resource_exhausted) only when penalties need a slot
-  // and none is free.
+  // `ahead`: the tokens the choice gains in this step before this row's, if the row's token is to
+  // count (a speculative chunk's earlier drafts): they count towards min_tokens, and a grammar's
+  // mask is made after them. `keep_logits`: the row's raw logits are kept (speculative sampling
+  // reads them). Fails (resource_exhausted) only when penalties need a slot and none is free.
   Status add(RequestState& r, Choice& c, std::size_t chunk, int32_t position, const ModelInfo& info,
-             SeqSlots& slots, int32_t ahead = 0, bool keep_logits = false);
+             SeqSlots& slots, std::span<const TokenId> ahead = {}, bool keep_logits = false);
   // Adds a row of sequence `seq` keeping the raw logits after the token at `position` of chunk
   // `chunk`, for the logprob of the prompt's next token `target`.
   void add_prompt_row(std::size_t chunk, SeqId seq, int32_t position, TokenId target);
@@ -91,7 +91,16 @@ class SamplingRows {
   struct MaskJob {
     Choice* choice;
     std::size_t row;
+    std::vector<TokenId> ahead;  // drafts to advance a copy of the matcher over first
   };
+  // A speculative row's mask: the choice's matcher copied and advanced over the drafts before the
+  // row (kept across that choice's rows); when a draft does not continue the grammar, the previous
+  // row's mask (the row before rejects that draft, so this row's token is never used).
+  void fill_draft_mask(const MaskJob& job, std::span<uint32_t> mask);
+  std::optional<grammar::GrammarMatcher> draft_matcher_;
+  const Choice* draft_choice_ = nullptr;
+  std::size_t draft_applied_ = 0;
+  bool draft_ok_ = true;
   std::vector<MaskJob> mask_jobs_;
   std::vector<MaskFailure> mask_failures_;
   uint64_t mask_ns_ = 0;

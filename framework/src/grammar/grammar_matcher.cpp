@@ -72,6 +72,14 @@ GrammarMatcher::~GrammarMatcher() = default;
 GrammarMatcher::GrammarMatcher(GrammarMatcher&&) noexcept = default;
 GrammarMatcher& GrammarMatcher::operator=(GrammarMatcher&&) noexcept = default;
 
+GrammarMatcher GrammarMatcher::clone() const {
+  GrammarMatcher copy(grammar_, limits_);
+  copy.impl_->arena = impl_->arena;  // the parse: its stack nodes and the configuration over them
+  copy.impl_->config = impl_->config;
+  copy.limit_reached_ = limit_reached_;
+  return copy;
+}
+
 bool GrammarMatcher::can_end() const {
   Impl& m = *impl_;
   const Closure* c = m.current_closure();

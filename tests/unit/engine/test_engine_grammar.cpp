@@ -6,6 +6,7 @@
 #include "engine_test_support.hpp"
 #include "llaisys/grammar/reference_match.hpp"
 #include "llaisys/grammar/token_mask.hpp"
+#include "llaisys/scheduler/draft_proposer.hpp"
 #include "llaisys/text/tokenizer.hpp"
 
 using namespace llaisys;
@@ -201,6 +202,57 @@ TEST_CASE("grammar: masks made while the forward pass runs equal masks made befo
     for (std::size_t i = 0; i < c.choices.size(); ++i) {
       CHECK(c.choices[i].tokens == other.choices[i].tokens);
       if (id <= 12) check_choice(g, c.choices[i]);
+    }
+  }
+}
+
+TEST_CASE("grammar: speculation keeps constrained outputs token for token (masks made after the drafts)") {
+  // Rows after a draft get the mask of the grammar advanced over the drafts before them. Replayed
+  // drafts (always right) are accepted; shifted ones (mostly outside the grammar) are rejected by
+  // the mask; either way the seeded outputs equal those without speculation.
+  MockModels models(kQwenSizedMock);
+  auto tokenizer = qwen2_tokenizer();
+  const TestGrammar g = json_test_grammar();
+  const std::vector<TokenId> prompt = *tokenizer->encode("Reply in JSON:");
+  std::vector<GenerateRequest> requests;
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    GenerateRequest r = sampled(prompt, seed, 40, g.compiled);
+    if (seed % 4 == 0) r.sampling.temperature = 0.0f;
+    if (seed % 5 == 0) r.n = 2;
+    requests.push_back(std::move(r));
+  }
+  auto plain = models.engine({.num_kv_blocks = 512}, tokenizer);
+  for (const GenerateRequest& r : requests) REQUIRE(plain->submit(r).ok());
+  const auto expected = run_all(*plain);
+  std::vector<std::vector<TokenId>> known;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    std::vector<TokenId> tokens = prompt;
+    const auto& out = expected.at(static_cast<RequestId>(i + 1)).choices[0].tokens;
+    tokens.insert(tokens.end(), out.begin(), out.end());
+    known.push_back(std::move(tokens));
+  }
+  for (const bool wrong : {false, true}) {
+    INFO((wrong ? "always-wrong" : "replayed") << " drafts");
+    EngineConfig config{.num_kv_blocks = 512, .num_speculative_tokens = 4};
+    config.proposer = std::make_shared<ReplayProposer>(known, 151936, wrong);
+    auto engine = models.engine(config, tokenizer);
+    for (const GenerateRequest& r : requests) REQUIRE(engine->submit(r).ok());
+    const auto got = run_all(*engine);
+    REQUIRE(got.size() == expected.size());
+    for (const auto& [id, c] : expected) {
+      REQUIRE(got.at(id).choices.size() == c.choices.size());
+      for (std::size_t i = 0; i < c.choices.size(); ++i) {
+        INFO("request " << id << " choice " << i);
+        CHECK(got.at(id).choices[i].tokens == c.choices[i].tokens);
+        CHECK(got.at(id).choices[i].finish_reason == c.choices[i].finish_reason);
+        check_choice(g, got.at(id).choices[i]);
+      }
+    }
+    CHECK(engine->stats().num_draft_tokens > 0);
+    if (wrong) {
+      CHECK(engine->stats().num_accepted_draft_tokens == 0);
+    } else {
+      CHECK(engine->stats().num_accepted_draft_tokens > engine->stats().num_draft_tokens / 2);
     }
   }
 }

@@ -85,7 +85,7 @@ TEST_CASE("LogitsSampler::distribution: the share of the uniforms pick() maps to
   }
 }
 
-TEST_CASE("verify_draft: whatever q is, the token is distributed as p; a rejected draft never comes back") {
+TEST_CASE("verify_draft: whatever q is, the token is distributed as p, and a rejected draft never comes back") {
   std::mt19937 rng(5);
   constexpr std::size_t kVocab = 12;
   constexpr int kGrid = 400;

@@ -95,6 +95,9 @@ class GrammarMatcher {
   GrammarMatcher& operator=(GrammarMatcher&&) noexcept;
   GrammarMatcher(const GrammarMatcher&) = delete;
   GrammarMatcher& operator=(const GrammarMatcher&) = delete;
+  // An independent matcher at the same position (speculative decoding advances it over drafts to
+  // make the masks of the rows after them, leaving this one where the accepted tokens put it).
+  GrammarMatcher clone() const;
 
   // Writes the allowed-token bitmask of the next token into mask (its first vocab().mask_words()
   // words are set; words past them are zeroed). EOS ids are allowed exactly when can_end().
