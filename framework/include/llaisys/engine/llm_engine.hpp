@@ -49,7 +49,7 @@ struct EngineConfig {
   // Speculative decoding: each decode step of an eligible request also verifies up to
   // num_speculative_tokens drafts; the output is the same as without (greedy: token for token;
   // sampled: the same distribution, and with guessed drafts the same tokens). Eligible: every
-  // generating request without penalties or a grammar that did not opt out.
+  // generating request without penalties that did not opt out.
   SpeculativeMethod speculative = SpeculativeMethod::none;
   int32_t num_speculative_tokens = 4;
   // Used instead of `speculative`: a draft model (DraftModelProposer), test and benchmark proposers.
