@@ -5,6 +5,7 @@
 #include <random>
 
 #include "llaisys/core/log.hpp"
+#include "llaisys/sampling/philox.hpp"
 #include "mask_worker.hpp"
 #include "model_runner.hpp"
 #include "llaisys/scheduler/batch_scheduler.hpp"
@@ -197,7 +198,7 @@ Status LLMEngine::add_request(RequestId id, GenerateRequest request, TimePoint a
                               .top_k = p.top_k,
                               .top_p = p.top_p,
                               .min_p = p.min_p,
-                              .seed = engine_detail::choice_seed(*p.seed, static_cast<uint32_t>(c))});
+                              .seed = choice_seed(*p.seed, static_cast<uint32_t>(c))});
   }
   LLAISYS_ASSIGN_OR_RETURN(std::vector<SeqId> seqs,
                            state_->scheduler.add({.id = id,

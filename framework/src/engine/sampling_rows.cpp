@@ -6,21 +6,9 @@
 #include <new>
 #include <string>
 
+#include "llaisys/sampling/philox.hpp"
+
 namespace llaisys::engine_detail {
-namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
-uint64_t choice_seed(uint64_t seed, uint32_t choice) {
-  return choice == 0 ? seed : splitmix64(seed ^ splitmix64(choice));
-}
 
 SeqSlots::SeqSlots(int32_t num_slots) : num_slots_(std::max(num_slots, 0)) {
   for (int32_t s = num_slots_ - 1; s >= 0; --s) free_.push_back(s);

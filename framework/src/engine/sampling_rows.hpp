@@ -108,8 +108,5 @@ class SamplingRows {
   int32_t num_logits_rows_ = 0;
 };
 
-// The seed of choice `choice` of a request seeded with `seed`: choice 0 keeps it, the others get
-// independent, reproducible ones.
-uint64_t choice_seed(uint64_t seed, uint32_t choice);
 
 }  // namespace llaisys::engine_detail

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "llaisys/sampling/philox.hpp"
 #include "llaisys/sampling/sampler.hpp"
 
 namespace llaisys {
@@ -28,12 +29,6 @@ float max_ignoring_nan(std::span<const float> values) {
   return best;
 }
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // top_p's buckets of likelihood: kBucketsPerNat per unit of scaled logit below the maximum, the
 // last one open-ended (it holds weights below e^-63, never where a nucleus ends).
@@ -58,10 +53,7 @@ struct LogitsSampler::Window {
 
 double uniform01(Rng& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-Rng make_rng(uint64_t seed, uint32_t choice) {
-  if (choice == 0) return Rng(seed);
-  return Rng(splitmix64(seed ^ splitmix64(choice)));
-}
+Rng make_rng(uint64_t seed, uint32_t choice) { return Rng(choice_seed(seed, choice)); }
 
 DrawParams draw_params(const SamplingParams& params) {
   return {.temperature = params.temperature, .top_k = params.top_k, .top_p = params.top_p, .min_p = params.min_p};

@@ -3,20 +3,12 @@
 #include <algorithm>
 #include <vector>
 
+#include "llaisys/sampling/philox.hpp"
+
 namespace llaisys {
-namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
-uint64_t speculative_seed(uint64_t choice_seed, SpeculativeStream stream) {
-  return splitmix64(choice_seed ^ splitmix64(0x5bec0000ull + static_cast<uint64_t>(stream)));
+uint64_t speculative_seed(uint64_t seed, SpeculativeStream stream) {
+  return splitmix64(seed ^ splitmix64(0x5bec0000ull + static_cast<uint64_t>(stream)));
 }
 
 TokenId draw_from(std::span<const float> probs, double uniform) {

@@ -11,7 +11,7 @@
 #include <map>
 
 #include "llaisys/engine/draft_model_proposer.hpp"
-#include "speculative_models.hpp"
+#include "real_models.hpp"
 
 using namespace llaisys;
 using namespace llaisys::test;

@@ -9,25 +9,12 @@
 #include "llaisys/text/chat_template.hpp"
 #include "llaisys/text/tokenizer.hpp"
 #include "model_writer.hpp"
+#include "real_models.hpp"
 
 using namespace llaisys;
 using namespace llaisys::test;
 
 namespace {
-
-const TestModels& tiny_qwen2() {
-  static TempDir dir;
-  static const TestModels models = [] {
-    const auto path = dir / "tiny-qwen2";
-    const Status status = mkmodel::write_model(
-        path, {.shape = *mkmodel::find_shape("tiny"),
-               .seed = 0,
-               .tokenizer_dir = std::filesystem::path(LLAISYS_TEST_DATA_DIR) / "qwen2-tokenizer"});
-    if (!status.ok()) throw std::runtime_error(status.to_string());
-    return TestModels(path, 2);
-  }();
-  return models;
-}
 
 std::shared_ptr<const text::Tokenizer> tokenizer() {
   static auto loaded = text::Tokenizer::from_model_dir(tiny_qwen2().dir());

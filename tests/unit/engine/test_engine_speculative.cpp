@@ -4,8 +4,8 @@
 // (always right, always wrong, n-gram), under preemption and chunked prefill, with stop rules landing
 // inside an accepted run; abort frees every block; the KV invariants hold after every step.
 
-#include "engine_test_support.hpp"
 #include "llaisys/scheduler/draft_proposer.hpp"
+#include "real_models.hpp"
 
 using namespace llaisys;
 using namespace llaisys::test;
@@ -21,19 +21,6 @@ std::vector<GenerateRequest> mixed_requests(int count, int32_t max_tokens) {
   return requests;
 }
 
-// Runs the requests to the end, checking the KV invariants after every step.
-std::map<RequestId, Collected> run_checked(LLMEngine& engine, const std::vector<GenerateRequest>& requests) {
-  for (const GenerateRequest& request : requests) REQUIRE(engine.submit(request).ok());
-  std::map<RequestId, Collected> results;
-  while (engine.has_unfinished()) {
-    collect(engine.step(), results);
-    REQUIRE(engine.check_kv_invariants().ok());
-  }
-  const KVStats kv = engine.stats().kv;
-  CHECK(kv.num_free_blocks + kv.num_evictable_blocks == kv.num_blocks);
-  return results;
-}
-
 // Prompt + output of every request of a run: what ReplayProposer replays.
 std::vector<std::vector<TokenId>> continuations(const std::vector<GenerateRequest>& requests,
                                                 const std::map<RequestId, Collected>& results) {
@@ -45,21 +32,6 @@ std::vector<std::vector<TokenId>> continuations(const std::vector<GenerateReques
     known.push_back(std::move(tokens));
   }
   return known;
-}
-
-void check_same(const std::map<RequestId, Collected>& got, const std::map<RequestId, Collected>& expected) {
-  REQUIRE(got.size() == expected.size());
-  for (auto g = got.begin(), e = expected.begin(); e != expected.end(); ++g, ++e) {
-    INFO("request " << e->first);
-    REQUIRE(g->second.choices.size() == e->second.choices.size());
-    for (std::size_t c = 0; c < e->second.choices.size(); ++c) {
-      CHECK(g->second.choices[c].tokens == e->second.choices[c].tokens);
-      CHECK(g->second.choices[c].text == e->second.choices[c].text);
-      CHECK(g->second.choices[c].finish_reason == e->second.choices[c].finish_reason);
-      CHECK(g->second.choices[c].finish_detail == e->second.choices[c].finish_detail);
-    }
-    CHECK(g->second.usage.completion_tokens == e->second.usage.completion_tokens);
-  }
 }
 
 EngineConfig with_proposer(EngineConfig config, std::shared_ptr<DraftProposer> proposer, int32_t k = 4) {

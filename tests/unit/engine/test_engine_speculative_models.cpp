@@ -4,7 +4,7 @@
 // proposer hits on repetitive prompts.
 
 #include "llaisys/scheduler/draft_proposer.hpp"
-#include "speculative_models.hpp"
+#include "real_models.hpp"
 
 using namespace llaisys;
 using namespace llaisys::test;

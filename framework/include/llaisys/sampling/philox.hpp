@@ -32,6 +32,20 @@ LLAISYS_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32_10(std::array<uint
   return counter;
 }
 
+// SplitMix64's finaliser: derives independent seeds from one (choices, speculation's streams).
+LLAISYS_HOST_DEVICE inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// The seed of choice `choice` of a request seeded with `seed`: choice 0 keeps it, the others get
+// independent, reproducible ones.
+LLAISYS_HOST_DEVICE inline uint64_t choice_seed(uint64_t seed, uint32_t choice) {
+  return choice == 0 ? seed : splitmix64(seed ^ splitmix64(choice));
+}
+
 // A uniform double in [0, 1) with 53 random bits from (seed, counter).
 LLAISYS_HOST_DEVICE inline double counter_uniform01(uint64_t seed, uint64_t counter) {
   const std::array<uint32_t, 4> r =

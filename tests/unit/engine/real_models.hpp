@@ -1,7 +1,7 @@
 #pragma once
-// The real models speculative decoding is tested on (the tiny Qwen2: llaisys-mkmodel's "tiny" shape,
-// random weights; stories260K: trained weights, llama plugin; tiny-llama: random weights with
-// stories260K's vocabulary, a draft model for it) and the helpers those tests share.
+// The real models engine tests run on (the tiny Qwen2: llaisys-mkmodel's "tiny" shape, random
+// weights; stories260K: trained weights, llama plugin; tiny-llama: random weights with stories260K's
+// vocabulary, a draft model for it) and the run-and-compare helpers those tests share.
 
 #include <stdexcept>
 
@@ -50,7 +50,8 @@ inline std::shared_ptr<const text::Tokenizer> tokenizer_of(const TestModels& mod
   return loaded.value();
 }
 
-// Runs the requests to the end, checking the KV invariants after every step.
+// Runs the requests to the end, checking the KV invariants after every step and that every block
+// is free or merely cached at the end.
 inline std::map<RequestId, Collected> run_checked(LLMEngine& engine, const std::vector<GenerateRequest>& requests) {
   for (const GenerateRequest& request : requests) REQUIRE(engine.submit(request).ok());
   std::map<RequestId, Collected> results;
@@ -58,6 +59,8 @@ inline std::map<RequestId, Collected> run_checked(LLMEngine& engine, const std::
     collect(engine.step(), results);
     REQUIRE(engine.check_kv_invariants().ok());
   }
+  const KVStats kv = engine.stats().kv;
+  CHECK(kv.num_free_blocks + kv.num_evictable_blocks == kv.num_blocks);
   return results;
 }
 
@@ -70,7 +73,9 @@ inline void check_same(const std::map<RequestId, Collected>& got, const std::map
       CHECK(g->second.choices[c].tokens == e->second.choices[c].tokens);
       CHECK(g->second.choices[c].text == e->second.choices[c].text);
       CHECK(g->second.choices[c].finish_reason == e->second.choices[c].finish_reason);
+      CHECK(g->second.choices[c].finish_detail == e->second.choices[c].finish_detail);
     }
+    CHECK(g->second.usage.completion_tokens == e->second.usage.completion_tokens);
   }
 }
 
