@@ -10,7 +10,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 seconds=${1:-60}
 targets=(fuzz_chat_template fuzz_tokenizer_json fuzz_tokenizer_encode fuzz_safetensors fuzz_gguf fuzz_openai_request
-         fuzz_model_config fuzz_step_rows fuzz_regex fuzz_gbnf fuzz_json_schema fuzz_reasoning)
+         fuzz_model_config fuzz_step_rows fuzz_regex fuzz_gbnf fuzz_json_schema fuzz_reasoning fuzz_speculative)
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
@@ -26,7 +26,7 @@ mkdir -p "$work" "$findings"
 # GBNF grammars and JSON Schemas.
 mkdir -p "$work/fuzz_chat_template" "$work/fuzz_tokenizer_json" "$work/fuzz_tokenizer_encode" "$work/fuzz_safetensors" \
   "$work/fuzz_gguf" "$work/fuzz_openai_request" "$work/fuzz_model_config" "$work/fuzz_step_rows" "$work/fuzz_regex" \
-  "$work/fuzz_gbnf" "$work/fuzz_json_schema" "$work/fuzz_reasoning"
+  "$work/fuzz_gbnf" "$work/fuzz_json_schema" "$work/fuzz_reasoning" "$work/fuzz_speculative"
 # Think blocks: each start mode (byte 0) and cut step (byte 1) over typical outputs.
 printf '\000\003<think>\nhmm\n</think>\n\nAnswer' >"$work/fuzz_reasoning/block"
 printf '\001\001First.\n</think>\n\n4' >"$work/fuzz_reasoning/inside"
