@@ -1,5 +1,6 @@
 #include "http/session.hpp"
 
+#include <array>
 #include <chrono>
 
 #include <boost/beast/core.hpp>
@@ -50,6 +51,7 @@ class Session : public std::enable_shared_from_this<Session> {
         keepalive_(socket_.get_executor()),
         write_deadline_(socket_.get_executor()),
         hold_(socket_.get_executor()),
+        probe_(socket_.get_executor()),
         app_(app),
         config_(config),
         gate_(std::move(gate)),
@@ -104,6 +106,7 @@ class Session : public std::enable_shared_from_this<Session> {
     keepalive_.cancel();
     hold_.cancel();
     write_deadline_.cancel();
+    probe_.cancel();
     beast::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
@@ -603,6 +606,13 @@ class Session : public std::enable_shared_from_this<Session> {
     watching_ = false;
     if (!ec) buffer_.commit(n);
     const bool gone = ec && ec != net::error::operation_aborted;
+    if (gone && ec == net::error::eof && job_ && !job_->done() && !closed_ && can_probe()) {
+      // The client shut down its sending side after a complete request (HTTP allows it) or closed
+      // the connection: only a write tells them apart (a closed peer answers data with a reset).
+      half_closed_ = true;
+      keep_alive_ = false;  // nothing more will come from this client
+      return probe_peer(0);
+    }
     if (gone) {
       peer_gone_ = true;
       if (job_ && !job_->done()) {
@@ -622,11 +632,32 @@ class Session : public std::enable_shared_from_this<Session> {
     if (job_ && !closed_) watch();
   }
 
+  // After EOF with a request in flight: bytes the client's parser skips (an SSE comment once the
+  // stream's head is out, else an interim 100 Continue, which HTTP/1.1 clients must accept unasked),
+  // written at once and again kProbeDelays later. A peer that closed resets the connection at the
+  // first, so a later write fails and the request is aborted as a disconnect; a peer that only
+  // half-closed takes them and gets its response. HTTP/1.0 gets no interim response: there EOF
+  // stays a disconnect.
+  static constexpr std::array<int, 3> kProbeDelaysMs = {0, 50, 500};
+  bool can_probe() const { return (streaming_ && log_entry_.status == 200) || chunked_; }
+  void probe_peer(std::size_t index) {
+    if (closed_ || !job_ || response_complete_ || index >= kProbeDelaysMs.size()) return;
+    probe_.expires_after(std::chrono::milliseconds(kProbeDelaysMs[index]));
+    probe_.async_wait([self = shared_from_this(), index](beast::error_code ec) {
+      if (ec || self->closed_ || !self->job_ || self->response_complete_) return;
+      self->pending_ += self->streaming_ ? self->framed(kSseKeepAlive) : std::string(kInterimContinue);
+      self->flush();
+      self->probe_peer(index + 1);
+    });
+  }
+  static constexpr std::string_view kInterimContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
   tcp::socket socket_;
   net::steady_timer deadline_;
   net::steady_timer keepalive_;
   net::steady_timer write_deadline_;
   net::steady_timer hold_;
+  net::steady_timer probe_;     // half-close probes (probe_peer)
   ServerApp& app_;
   const ServerConfig& config_;
   std::shared_ptr<ConnectionGate> gate_;
@@ -659,6 +690,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool watching_ = false;
   bool next_after_watch_ = false;
   bool peer_gone_ = false;
+  bool half_closed_ = false;  // EOF read with a request in flight (probe_peer tells a close from it)
   bool closed_ = false;
   bool recorded_ = false;  // the current request is counted (record)
   bool logged_ = false;    // ... and its log line written (write_log)

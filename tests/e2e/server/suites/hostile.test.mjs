@@ -18,6 +18,8 @@ before(async () => {
     mockContext: MOCK_CONTEXT,
     args: ['--max-body-bytes', String(MAX_BODY), '--header-timeout-ms', String(HEADER_TIMEOUT_MS), '--body-timeout-ms', String(BODY_TIMEOUT_MS),
       '--cors-origin', 'https://app.example'],
+    // 100 ms per step: a client's EOF arrives while its request is still generating.
+    extraMocks: { slow: { mock: { delay_ms_per_step: 100, eos_period: 0 } } },
   });
 });
 
@@ -208,6 +210,30 @@ test(`401: ${rawCaseNames[15]}`, async () => {
   assert.ok(res.closed, 'the connection stayed open');
   assert.ok(res.elapsedMs < BODY_TIMEOUT_MS * 0.8, `answered after ${res.elapsedMs} ms: the body deadline, not the head`);
   assert.deepEqual(errorShapeProblems(rawResponseJson(res.bytes), { type: 'authentication_error', code: 'invalid_api_key' }), []);
+  fx.server.assertAlive();
+});
+
+// The response after any interim (1xx) ones.
+function finalResponse(text) {
+  let rest = text;
+  while (/^HTTP\/1\.1 1\d\d /.test(rest)) rest = rest.slice(rest.indexOf('\r\n\r\n') + 4);
+  return rest;
+}
+
+test('200: a half-closed request (the client shuts down its sending side after sending it) is answered', async () => {
+  // RFC 9112 lets a client close its side once the request is sent; EOF is then no disconnect. The
+  // server tells the two apart by writing what a client skips (interim 100 Continue, SSE comments).
+  const body = { model: 'slow', prompt: 'hello there', max_tokens: 8, temperature: 0 };
+  const plain = await rawExchange(fx.server, rawPost('/v1/completions', JSON.stringify(body)), { endAfterWrite: true });
+  const final = finalResponse(plain.text);
+  assert.match(final, /^HTTP\/1\.1 200 /, `non-streamed: ${plain.text.slice(0, 300)}`);
+  const json = rawResponseJson(Buffer.from(final, 'latin1'));
+  assert.equal(json?.usage?.completion_tokens, 8, final.slice(0, 300));
+  assert.equal(json.choices[0].finish_reason, 'length');
+  const streamed = await rawExchange(fx.server, rawPost('/v1/completions', JSON.stringify({ ...body, stream: true })), { endAfterWrite: true });
+  assert.match(streamed.text, /^HTTP\/1\.1 200 /, `streamed: ${streamed.text.slice(0, 300)}`);
+  assert.ok(streamed.text.includes('data: [DONE]'), `streamed: no [DONE]: ${streamed.text.slice(-300)}`);
+  assert.equal((streamed.text.match(/"finish_reason":"length"/g) || []).length, 1);
   fx.server.assertAlive();
 });
 
