@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <functional>
+#include <malloc.h>
 #include <thread>
 #include <vector>
 
@@ -20,6 +21,14 @@
 int main(int argc, char** argv) {
   using namespace llaisys::server;
   namespace net = boost::asio;
+  // glibc serves allocations above M_MMAP_THRESHOLD with mmap and gives them back on free, but by
+  // default raises that threshold to the size of each large block freed (up to 32 MiB): after a
+  // burst of large request bodies (their JSON, token arrays, prompts) the same sizes come from the
+  // heap and stay there, fragmented. Measured: 8 concurrent 28 MB bodies left RSS 100 MB above idle
+  // per round, growing (203 -> 302 -> 389 MB); with the threshold fixed, back to idle (199 -> 199).
+  // Setting it explicitly turns the adjustment off; nothing on the serving path allocates blocks
+  // this large per token.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   ServerConfig config;
   if (auto code = parse_command_line(argc, argv, config)) return *code;
   llaisys::app::init_logging(config.log_level);
