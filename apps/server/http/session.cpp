@@ -7,6 +7,7 @@
 #include <boost/beast/http.hpp>
 #include <fmt/format.h>
 
+#include "http/response_head.hpp"
 #include "http/sse.hpp"
 #include "llaisys/core/log.hpp"
 #include "openai/errors.hpp"
@@ -36,10 +37,6 @@ std::string allowed_request_headers(std::string_view requested) {
     if (!name && c != ',' && c != ' ') return std::string(kDefault);
   }
   return std::string(requested);
-}
-
-std::string status_line(int status) {
-  return fmt::format("HTTP/1.1 {} {}\r\n", status, http::obsolete_reason(static_cast<http::status>(status)));
 }
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -203,8 +200,7 @@ class Session : public std::enable_shared_from_this<Session> {
       body_reserved_ = body_bytes;
     }
     if (beast::iequals(req[http::field::expect], "100-continue")) {
-      continue_ = "HTTP/1.1 100 Continue\r\n\r\n";
-      net::async_write(socket_, net::buffer(continue_), [self = shared_from_this()](beast::error_code e, std::size_t) {
+      net::async_write(socket_, net::buffer(kInterimContinue.data(), kInterimContinue.size()), [self = shared_from_this()](beast::error_code e, std::size_t) {
         if (e) return self->close();
         self->read_body();
       });
@@ -236,17 +232,18 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // ---- answering
-  std::string cors_headers(std::string_view origin) const {
+  using Fields = std::vector<std::pair<std::string, std::string>>;
+  Fields cors_fields(std::string_view origin) const {
     if (origin.empty() || config_.cors_origins.empty()) return {};
     bool star = false;
     for (const std::string& allowed : config_.cors_origins) {
       if (allowed == origin) {
         // No Access-Control-Allow-Credentials: the API key travels in a header, never in a cookie.
-        return fmt::format("Access-Control-Allow-Origin: {}\r\nVary: Origin\r\n", origin);
+        return {{"Access-Control-Allow-Origin", std::string(origin)}, {"Vary", "Origin"}};
       }
       star = star || allowed == "*";
     }
-    return star ? "Access-Control-Allow-Origin: *\r\n" : "";
+    return star ? Fields{{"Access-Control-Allow-Origin", "*"}} : Fields{};
   }
 
   // What the answer needs of the request's head: its method and target (log), origin (CORS), HEAD.
@@ -267,16 +264,16 @@ class Session : public std::enable_shared_from_this<Session> {
     // HTTP/1.0 has no chunked encoding: a stream is sent unframed and ends with the connection.
     chunked_ = req.version() >= 11;
     if (req.method() == http::verb::options) {
-      std::string extra = cors_headers(origin_);
-      if (!extra.empty()) {
-        extra += "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n";
-        extra += fmt::format("Access-Control-Allow-Headers: {}\r\n",
-                             allowed_request_headers(req[http::field::access_control_request_headers]));
-        extra += "Access-Control-Max-Age: 600\r\n";
+      ResponseHead preflight{.status = 204, .cors = cors_fields(origin_), .close = !keep_alive_};
+      if (!preflight.cors.empty()) {
+        preflight.cors.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        preflight.cors.emplace_back("Access-Control-Allow-Headers",
+                                    allowed_request_headers(req[http::field::access_control_request_headers]));
+        preflight.cors.emplace_back("Access-Control-Max-Age", "600");
       }
       begin_request({.method = method_, .target = target_});
       record(204);
-      return send_raw(status_line(204) + extra + connection_header() + "\r\n", true);
+      return send_raw(response_head(preflight), true);
     }
     const HttpRequestView view{.method = req.method_string(),
                                .target = req.target(),
@@ -323,17 +320,14 @@ class Session : public std::enable_shared_from_this<Session> {
     start_job(std::move(reply.job));
   }
 
-  std::string connection_header() const { return keep_alive_ ? "" : "Connection: close\r\n"; }
-
-  void send_simple(int status, std::string_view content_type, std::string body,
-                   const std::vector<std::pair<std::string, std::string>>& headers, bool keep_alive) {
+  void send_simple(int status, std::string_view content_type, std::string body, Fields headers, bool keep_alive) {
     keep_alive_ = keep_alive;
-    std::string out = status_line(status);
-    out += fmt::format("Content-Type: {}\r\nContent-Length: {}\r\n", content_type, body.size());
-    for (const auto& [k, v] : headers) out += fmt::format("{}: {}\r\n", k, v);
-    out += cors_headers(origin_);
-    out += connection_header();
-    out += "\r\n";
+    std::string out = response_head({.status = status,
+                                     .content_type = content_type,
+                                     .content_length = body.size(),
+                                     .headers = std::move(headers),
+                                     .cors = cors_fields(origin_),
+                                     .close = !keep_alive_});
     if (!head_) out += body;
     send_raw(std::move(out), true);
   }
@@ -515,18 +509,15 @@ class Session : public std::enable_shared_from_this<Session> {
     hold_while_job();
     watch();
     if (streaming_) {
-      std::string head = status_line(200);
-      head += "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n";
-      if (chunked_) {
-        head += "Transfer-Encoding: chunked\r\n";
-      } else {
-        keep_alive_ = false;
-      }
-      head += cors_headers(origin_);
-      head += connection_header();
-      head += "\r\n";
+      if (!chunked_) keep_alive_ = false;  // HTTP/1.0: the stream ends with the connection
       log_entry_.status = 200;
-      send_raw(std::move(head), false);
+      send_raw(response_head({.status = 200,
+                              .content_type = "text/event-stream",
+                              .chunked = chunked_,
+                              .event_stream = true,
+                              .cors = cors_fields(origin_),
+                              .close = !keep_alive_}),
+               false);
       arm_keepalive();
     }
     on_notify();
@@ -553,13 +544,12 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       if (!streaming_) {
         std::string body = job_->body();
-        std::string out = status_line(job_->status());
-        out += fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", body.size());
-        out += cors_headers(origin_);
-        out += connection_header();
-        out += "\r\n";
-        out += body;
-        pending_ += out;
+        pending_ += response_head({.status = job_->status(),
+                                   .content_type = "application/json",
+                                   .content_length = body.size(),
+                                   .cors = cors_fields(origin_),
+                                   .close = !keep_alive_});
+        pending_ += body;
       }
       response_complete_ = true;
     }
@@ -650,7 +640,6 @@ class Session : public std::enable_shared_from_this<Session> {
       self->probe_peer(index + 1);
     });
   }
-  static constexpr std::string_view kInterimContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
   tcp::socket socket_;
   net::steady_timer deadline_;
@@ -671,7 +660,6 @@ class Session : public std::enable_shared_from_this<Session> {
   // exceed this; a chunk line without end fails the read instead of growing without limit.
   beast::flat_buffer buffer_{kHeaderLimit + kReadSlack};
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::string continue_;
   std::string pending_, sending_;
   std::unique_ptr<Job> job_;
   RequestLogEntry log_entry_;

@@ -16,6 +16,7 @@
 
 #include "auth.hpp"
 #include "http/connection_gate.hpp"
+#include "http/response_head.hpp"
 #include "http/sse.hpp"
 #include "metrics.hpp"
 #include "model_router.hpp"
@@ -608,4 +609,24 @@ TEST_CASE("connection gate: beyond the pending heads of an address, connections 
   gate.release_connection("a", true);
   gate.release_connection("a", true);
   CHECK(gate.admit_connection("a") == V::admitted);
+}
+
+TEST_CASE("response heads: one builder, Beast's wire format, fields in the order given") {
+  using llaisys::server::ResponseHead;
+  using llaisys::server::response_head;
+  CHECK(response_head({.status = 503,
+                       .content_type = "application/json",
+                       .content_length = 42,
+                       .headers = {{"Retry-After", "1"}},
+                       .cors = {{"Access-Control-Allow-Origin", "https://app.example"}, {"Vary", "Origin"}},
+                       .close = true}) ==
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: 42\r\nRetry-After: 1\r\n"
+        "Access-Control-Allow-Origin: https://app.example\r\nVary: Origin\r\nConnection: close\r\n\r\n");
+  CHECK(response_head({.status = 200, .content_type = "text/event-stream", .chunked = true, .event_stream = true}) ==
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n");
+  CHECK(response_head({.status = 204}) == "HTTP/1.1 204 No Content\r\n\r\n");
+  CHECK(response_head({.status = 429, .content_type = "application/json", .content_length = 0}).starts_with(
+      "HTTP/1.1 429 Too Many Requests\r\n"));
+  CHECK(std::string(llaisys::server::kInterimContinue) == "HTTP/1.1 100 Continue\r\n\r\n");
 }
