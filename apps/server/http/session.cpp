@@ -97,17 +97,57 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   void disarm() { deadline_.cancel(); }
 
-  void close() {
-    ticket_.release();  // the request, if any, is over for the drain
-    disarm();
-    keepalive_.cancel();
-    hold_.cancel();
-    write_deadline_.cancel();
-    probe_.cancel();
-    beast::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
+  // ---- the connection's phase. enter() is its one transition, and each phase owns its timers:
+  //   reading_header  the head deadline (the first request's, short when crowded) or the idle one
+  //   reading_body    the body deadline
+  //   handling        the reply is being made; a job runs, kept alive by hold_ (its notifier holds
+  //                   the session weakly)
+  //   streaming       the SSE head is out, chunks follow as the job makes them; keep-alive comments
+  //   responding      the complete response is queued or being written
+  //   closed          final: no timer, no socket
+  // Each write is under write_deadline_ whatever the phase; probe_ runs after a half-close.
+  enum class Phase : uint8_t { reading_header, reading_body, handling, streaming, responding, closed };
+
+  void enter(Phase next) {
+    if (phase_ == Phase::closed) return;
+    phase_ = next;
+    switch (next) {
+      case Phase::reading_header:
+        keepalive_.cancel();
+        hold_.cancel();
+        // A connection admitted while its address had too many heads pending gets a short first deadline.
+        return arm(requests_ > 0 ? config_.idle_timeout_ms
+                   : crowded_    ? std::min(config_.header_timeout_ms, ConnectionGate::kCrowdedHeadTimeoutMs)
+                                 : config_.header_timeout_ms);
+      case Phase::reading_body:
+        return arm(config_.body_timeout_ms);
+      case Phase::handling:
+        disarm();
+        if (job_) hold_while_job();
+        return;
+      case Phase::streaming:
+        disarm();
+        return arm_keepalive();
+      case Phase::responding:
+        disarm();
+        keepalive_.cancel();
+        return;
+      case Phase::closed: {
+        ticket_.release();  // the request, if any, is over for the drain
+        disarm();
+        keepalive_.cancel();
+        hold_.cancel();
+        write_deadline_.cancel();
+        probe_.cancel();
+        beast::error_code ec;
+        socket_.shutdown(tcp::socket::shutdown_both, ec);
+        socket_.close(ec);
+        return;
+      }
+    }
   }
+  void close() { enter(Phase::closed); }
+  bool closed() const { return phase_ == Phase::closed; }
 
   // ---- reading a request
   void release_body() {
@@ -124,10 +164,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(static_cast<uint64_t>(std::max<int64_t>(config_.max_body_bytes, 0)));
-    // A connection admitted while its address had too many heads pending gets a short first deadline.
-    arm(requests_ > 0 ? config_.idle_timeout_ms
-                      : crowded_ ? std::min(config_.header_timeout_ms, ConnectionGate::kCrowdedHeadTimeoutMs)
-                                 : config_.header_timeout_ms);
+    enter(Phase::reading_header);
     http::async_read_header(socket_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
   }
@@ -210,13 +247,13 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_body() {
-    arm(config_.body_timeout_ms);
+    enter(Phase::reading_body);
     http::async_read(socket_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
   }
 
   void on_body(beast::error_code ec) {
-    disarm();
+    enter(Phase::handling);
     if (ec == http::error::body_limit) {
       return fail_request(413, fmt::format("the request body is larger than the limit of {} bytes", config_.max_body_bytes));
     }
@@ -350,14 +387,15 @@ class Session : public std::enable_shared_from_this<Session> {
     send_simple(status, "application/json", error_body(e), {}, false);
   }
 
+  // `complete`: the bytes end the response (responding); otherwise more follow (a stream's head).
   void send_raw(std::string bytes, bool complete) {
     pending_ += bytes;
-    response_complete_ = complete;
+    if (complete) enter(Phase::responding);
     flush();
   }
 
   void flush() {
-    if (writing_ || pending_.empty() || closed_) return;
+    if (writing_ || pending_.empty() || closed()) return;
     writing_ = true;
     sending_ = std::move(pending_);
     pending_.clear();
@@ -373,7 +411,7 @@ class Session : public std::enable_shared_from_this<Session> {
     socket_.async_write_some(net::buffer(sending_.data() + written_, sending_.size() - written_),
                              [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                                if (!ec) self->written_ += n;
-                               if (!ec && self->written_ < self->sending_.size() && !self->closed_) {
+                               if (!ec && self->written_ < self->sending_.size() && !self->closed()) {
                                  return self->write_some();
                                }
                                self->on_write(ec);
@@ -388,7 +426,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const uint64_t generation = ++write_generation_;
     write_deadline_.expires_after(std::chrono::milliseconds(std::max<int64_t>(config_.write_timeout_ms, 1)));
     write_deadline_.async_wait([self = shared_from_this(), generation](beast::error_code ec) {
-      if (ec || !self->writing_ || self->write_generation_ != generation || self->closed_) return;
+      if (ec || !self->writing_ || self->write_generation_ != generation || self->closed()) return;
       self->drop_slow_reader(fmt::format("the client took no byte for {} ms ({} bytes unwritten)",
                                          self->config_.write_timeout_ms, self->unwritten()));
     });
@@ -402,12 +440,10 @@ class Session : public std::enable_shared_from_this<Session> {
     slow_reader_ = why;
     if (job_ && !job_->done()) job_->abort();
     peer_gone_ = true;
-    closed_ = true;
-    close();  // cancels the write and the watch read; their handlers find closed_ set
+    close();  // cancels the write and the watch read; their handlers find the session closed
     if (recorded_) {  // the response was complete (counted when it finished), not delivered
       write_log(DeliveryFailure::slow_reader);
       job_.reset();
-      response_complete_ = false;
     }  // otherwise the engine's final output follows within a step; on_notify counts it as 499
   }
 
@@ -421,17 +457,15 @@ class Session : public std::enable_shared_from_this<Session> {
       // The client is gone: stop the engine's work for it.
       if (job_ && !job_->done()) job_->abort();
       peer_gone_ = true;
-      closed_ = true;
       close();
       if (recorded_) {  // a complete response the client did not take
         write_log(slow_reader_.empty() ? DeliveryFailure::connection_gone : DeliveryFailure::slow_reader);
         job_.reset();
-        response_complete_ = false;
       }
       return;
     }
     if (!pending_.empty()) return flush();
-    if (response_complete_) after_response();
+    if (phase_ == Phase::responding) after_response();
   }
 
   // A new request on this connection: its log fields; it is neither counted nor logged yet.
@@ -476,14 +510,11 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void after_response() {
-    disarm();
     write_log();
     ticket_.release();
-    keepalive_.cancel();
-    hold_.cancel();
     job_.reset();
-    response_complete_ = false;
     if (!keep_alive_ || peer_gone_ || app_.drain().draining()) return close();
+    enter(Phase::reading_header);  // read_header() below, or once the watch read has ended
     if (watching_) {
       next_after_watch_ = true;
       beast::error_code ignored;
@@ -498,15 +529,14 @@ class Session : public std::enable_shared_from_this<Session> {
   // A job that has not started yet (its request is on the worker pool) is cut as it starts.
   void cut() {
     cut_ = true;
-    if (job_ && !job_->done() && !response_complete_) job_->shut_down();
+    if (job_ && !job_->done() && phase_ != Phase::responding) job_->shut_down();
   }
 
   void start_job(std::unique_ptr<Job> job) {
-    disarm();
     job_ = std::move(job);
     if (cut_) job_->shut_down();
     streaming_ = job_->streaming();
-    hold_while_job();
+    enter(Phase::handling);
     watch();
     if (streaming_) {
       if (!chunked_) keep_alive_ = false;  // HTTP/1.0: the stream ends with the connection
@@ -518,16 +548,16 @@ class Session : public std::enable_shared_from_this<Session> {
                               .cors = cors_fields(origin_),
                               .close = !keep_alive_}),
                false);
-      arm_keepalive();
+      enter(Phase::streaming);
     }
     on_notify();
   }
 
   void on_notify() {
-    if (!job_ || response_complete_) return;
+    if (!job_ || phase_ == Phase::responding || closed()) return;
     std::string bytes = job_->poll();
     if (streaming_ && !bytes.empty()) pending_ += framed(bytes);
-    if (streaming_ && !closed_ && !job_->done() &&
+    if (streaming_ && !closed() && !job_->done() &&
         static_cast<int64_t>(unwritten()) > std::max<int64_t>(config_.max_stream_backlog_bytes, 4096)) {
       return drop_slow_reader(fmt::format("{} unwritten stream bytes exceed --max-stream-backlog-bytes {}", unwritten(),
                                           config_.max_stream_backlog_bytes));
@@ -539,7 +569,6 @@ class Session : public std::enable_shared_from_this<Session> {
       if (peer_gone_) {
         write_log();
         job_.reset();
-        closed_ = true;
         return close();
       }
       if (!streaming_) {
@@ -551,7 +580,7 @@ class Session : public std::enable_shared_from_this<Session> {
                                    .close = !keep_alive_});
         pending_ += body;
       }
-      response_complete_ = true;
+      enter(Phase::responding);
     }
     flush();
   }
@@ -562,7 +591,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (config_.sse_keepalive_ms <= 0) return;
     keepalive_.expires_after(std::chrono::milliseconds(config_.sse_keepalive_ms));
     keepalive_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec || !self->job_ || self->response_complete_ || self->closed_) return;
+      if (ec || !self->job_ || self->phase_ != Phase::streaming) return;
       const auto idle = Clock::now() - self->last_write_;
       if (!self->writing_ && idle >= std::chrono::milliseconds(self->config_.sse_keepalive_ms) - std::chrono::milliseconds(5)) {
         self->pending_ += self->framed(kSseKeepAlive);
@@ -579,7 +608,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void hold_while_job() {
     hold_.expires_after(std::chrono::seconds(1));
     hold_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (!ec && self->job_ && !self->closed_) self->hold_while_job();
+      if (!ec && self->job_ && !self->closed()) self->hold_while_job();
     });
   }
 
@@ -596,7 +625,7 @@ class Session : public std::enable_shared_from_this<Session> {
     watching_ = false;
     if (!ec) buffer_.commit(n);
     const bool gone = ec && ec != net::error::operation_aborted;
-    if (gone && ec == net::error::eof && job_ && !job_->done() && !closed_ && can_probe()) {
+    if (gone && ec == net::error::eof && job_ && !job_->done() && !closed() && can_probe()) {
       // The client shut down its sending side after a complete request (HTTP allows it) or closed
       // the connection: only a write tells them apart (a closed peer answers data with a reset).
       half_closed_ = true;
@@ -609,17 +638,14 @@ class Session : public std::enable_shared_from_this<Session> {
         job_->abort();  // the final output follows within one engine step; on_notify then closes
         return;
       }
-      if (!writing_) {
-        closed_ = true;
-        close();
-      }
+      if (!writing_) close();
       return;
     }
     if (next_after_watch_) {
       next_after_watch_ = false;
       return read_header();
     }
-    if (job_ && !closed_) watch();
+    if (job_ && !closed()) watch();
   }
 
   // After EOF with a request in flight: bytes the client's parser skips (an SSE comment once the
@@ -631,10 +657,10 @@ class Session : public std::enable_shared_from_this<Session> {
   static constexpr std::array<int, 3> kProbeDelaysMs = {0, 50, 500};
   bool can_probe() const { return (streaming_ && log_entry_.status == 200) || chunked_; }
   void probe_peer(std::size_t index) {
-    if (closed_ || !job_ || response_complete_ || index >= kProbeDelaysMs.size()) return;
+    if (closed() || !job_ || phase_ == Phase::responding || index >= kProbeDelaysMs.size()) return;
     probe_.expires_after(std::chrono::milliseconds(kProbeDelaysMs[index]));
     probe_.async_wait([self = shared_from_this(), index](beast::error_code ec) {
-      if (ec || self->closed_ || !self->job_ || self->response_complete_) return;
+      if (ec || self->closed() || !self->job_ || self->phase_ == Phase::responding) return;
       self->pending_ += self->streaming_ ? self->framed(kSseKeepAlive) : std::string(kInterimContinue);
       self->flush();
       self->probe_peer(index + 1);
@@ -673,13 +699,12 @@ class Session : public std::enable_shared_from_this<Session> {
   bool monitoring_ = false;  // GET /health, /ready or /metrics: logged at debug level
   bool chunked_ = true;  // the request is HTTP/1.1 (a stream may use chunked encoding)
   bool writing_ = false;
-  bool response_complete_ = false;
   bool streaming_ = false;
   bool watching_ = false;
   bool next_after_watch_ = false;
   bool peer_gone_ = false;
   bool half_closed_ = false;  // EOF read with a request in flight (probe_peer tells a close from it)
-  bool closed_ = false;
+  Phase phase_ = Phase::reading_header;
   bool recorded_ = false;  // the current request is counted (record)
   bool logged_ = false;    // ... and its log line written (write_log)
   uint64_t write_generation_ = 0;
