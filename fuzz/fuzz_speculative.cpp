@@ -11,29 +11,11 @@
 #include <cstring>
 #include <vector>
 
+#include "fuzz_bytes.hpp"
 #include "llaisys/sampling/sampler.hpp"
 #include "llaisys/sampling/speculative.hpp"
 
 namespace {
-
-class Bytes {
- public:
-  Bytes(const uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  template <class T>
-  T take() {
-    T value{};
-    const std::size_t n = std::min(sizeof(T), size_ - pos_);
-    std::memcpy(&value, data_ + pos_, n);
-    pos_ += n;
-    return value;
-  }
-  double unit() { return static_cast<double>(take<uint16_t>()) / 65536.0; }
-
- private:
-  const uint8_t* data_;
-  std::size_t size_;
-  std::size_t pos_ = 0;
-};
 
 void require(bool condition) {
   if (!condition) std::abort();
@@ -42,7 +24,7 @@ void require(bool condition) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
-  Bytes in(data, size);
+  llaisys::fuzz::Bytes in(data, size);
   const std::size_t vocab = 1 + in.take<uint8_t>() % 80;
   llaisys::DrawParams params;
   const uint8_t mode = in.take<uint8_t>();

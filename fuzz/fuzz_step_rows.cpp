@@ -10,36 +10,14 @@
 #include <cstring>
 #include <vector>
 
+#include "fuzz_bytes.hpp"
 #include "llaisys/model/model.hpp"
 #include "llaisys/model/step.hpp"
 #include "llaisys/sampling/step_sampler.hpp"
 
-namespace {
-
-class Bytes {
- public:
-  Bytes(const uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  template <class T>
-  T take() {
-    T value{};
-    const std::size_t n = std::min(sizeof(T), size_ - pos_);
-    std::memcpy(&value, data_ + pos_, n);
-    pos_ += n;
-    return value;
-  }
-  uint32_t small(uint32_t bound) { return bound == 0 ? 0 : take<uint8_t>() % bound; }
-
- private:
-  const uint8_t* data_;
-  std::size_t size_;
-  std::size_t pos_ = 0;
-};
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace llaisys;
-  Bytes in(data, size);
+  llaisys::fuzz::Bytes in(data, size);
   const int32_t vocab = 1 + static_cast<int32_t>(in.small(80));
   const int32_t num_rows = static_cast<int32_t>(in.small(5));
   const int32_t num_slots = static_cast<int32_t>(in.small(4));
