@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
-import { errorShapeProblems, postJson, rawResponseJson, sleep, slow, startFixture } from '../lib/harness.mjs';
+import { errorShapeProblems, postJson, rawResponseJson, request, sleep, slow, startFixture } from '../lib/harness.mjs';
 
 const KEY = 'limits-test-key-51c0';
 const PER_CLIENT = 4;
@@ -171,6 +171,85 @@ test('a prompt of megabytes is tokenized off the I/O thread: /health keeps answe
     assert.ok(worst < elapsed / 4, `a /health took ${worst} ms while the ${elapsed} ms prompt was processed`);
   } finally {
     await big.close();
+  }
+});
+
+// ~`bytes` of distinct made-up words (a repeated sentence would tokenize from the word cache).
+function madeUpWords(bytes, seed) {
+  let state = seed;
+  const letters = 'abcdefghijklmnopqrstuvwxyz';
+  const words = [];
+  for (let total = 0; total < bytes;) {
+    let word = '';
+    const length = 3 + (state % 8);
+    for (let i = 0; i < length; ++i) {
+      state = (state * 1103515245 + 12345) % 2147483648;
+      word += letters[state % 26];
+    }
+    words.push(word);
+    total += length + 1;
+  }
+  return words.join(' ');
+}
+
+test('while 8 streams run, two 8 MB prompts: no stream gap beyond 2x its inter-token time, /health within 50 ms', async () => {
+  const fx8 = await startFixture('limits-streams', {
+    apiKey: KEY,
+    args: ['--max-body-bytes', String(32 << 20), '--max-body-bytes-in-flight', String(64 << 20), '--max-running-requests', '16'],
+    extraMocks: { paced: { mock: { delay_ms_per_step: 50, eos_period: 0 }, maxContext: 4096 } },
+  });
+  try {
+    const auth = `Authorization: Bearer ${KEY}\r\n`;
+    // Eight streams of 120 tokens at 50 ms a step: each chunk's arrival time.
+    const streams = Array.from({ length: 8 }, (_, i) => {
+      const times = [];
+      const conn = net.connect({ port: fx8.server.port, host: '127.0.0.1' });
+      const body = JSON.stringify({ model: 'paced', prompt: `stream ${i}`, max_tokens: 120, temperature: 0, stream: true });
+      let tail = '';
+      conn.on('data', (d) => {
+        const joined = tail + d.toString('latin1');
+        const events = (joined.match(/data: \{/g) || []).length - (tail.match(/data: \{/g) || []).length;
+        for (let e = 0; e < events; ++e) times.push(Date.now());
+        tail = joined.slice(-16);
+      });
+      conn.on('error', () => {});
+      conn.write(`POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      return { conn, times };
+    });
+    await sleep(1500);  // the streams' own pace, before the prompts
+    const prompts = [madeUpWords(8 << 20, 777), madeUpWords(8 << 20, 4242)];
+    const windowStart = Date.now();
+    const pending = prompts.map((prompt) => postJson(fx8.server, '/v1/chat/completions',
+      { model: 'tiny-qwen2', messages: [{ role: 'user', content: prompt }], max_tokens: 1 }, { timeoutMs: 300000 * slow }));
+    let done = false;
+    const all = Promise.all(pending).finally(() => { done = true; });
+    const healthMs = [];
+    while (!done) {
+      const t0 = Date.now();
+      const res = await request(fx8.server, { path: '/health', timeoutMs: 10000 * slow });
+      healthMs.push(Date.now() - t0);
+      assert.equal(res.status, 200);
+      await sleep(20);
+    }
+    const answers = await all;
+    const windowEnd = Date.now();
+    for (const a of answers) assert.equal(a.status, 400, `an 8 MB prompt is refused for the context: ${a.text.slice(0, 200)}`);
+    assert.ok(windowEnd - windowStart > 300, `the prompts took only ${windowEnd - windowStart} ms: too little work to tell`);
+    for (const s of streams) s.conn.destroy();
+    // The normal inter-token time: the median gap before the prompts; the largest gap while they ran.
+    const gaps = (s, from, to) => s.times.slice(1).map((t, k) => [s.times[k], t]).filter(([a]) => a >= from && a < to).map(([a, b]) => b - a);
+    const before = streams.flatMap((s) => gaps(s, 0, windowStart)).sort((a, b) => a - b);
+    const normal = before[Math.floor(before.length / 2)];
+    const during = streams.flatMap((s) => gaps(s, windowStart, windowEnd));
+    const worst = Math.max(...during);
+    console.log(`prompts ${windowEnd - windowStart} ms; stream gaps: normal ${normal} ms, worst ${worst} ms over ${during.length}; ` +
+      `/health worst ${Math.max(...healthMs)} ms over ${healthMs.length}`);
+    assert.ok(during.length > 8, `only ${during.length} stream gaps while the prompts ran`);
+    assert.ok(worst < 2 * normal, `a stream waited ${worst} ms while the prompts were tokenized (normal ${normal} ms)`);
+    assert.ok(Math.max(...healthMs) < 50 * slow, `/health took ${Math.max(...healthMs)} ms`);
+  } finally {
+    await fx8.close();
   }
 });
 
