@@ -2,6 +2,7 @@
 
 #include <array>
 #include <chrono>
+#include <utility>
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -62,7 +63,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (recorded_) write_log(DeliveryFailure::connection_gone);
     release_body();
-    gate_->release_connection(client_, requests_ == 0);
+    release_connection();
   }
 
   void start(ConnectionGate::Verdict verdict) {
@@ -104,9 +105,15 @@ class Session : public std::enable_shared_from_this<Session> {
   //                   the session weakly)
   //   streaming       the SSE head is out, chunks follow as the job makes them; keep-alive comments
   //   responding      the complete response is queued or being written
+  //   lingering       the response is out and the connection closing while the client may still
+  //                   be sending (a body refused unread): our FIN first, then what still arrives
+  //                   is read and dropped for up to kLingerMs. Closing at once would answer those
+  //                   bytes with a reset, which can destroy the response in the client's receive
+  //                   buffer before it reads it (nginx's lingering close)
   //   closed          final: no timer, no socket
   // Each write is under write_deadline_ whatever the phase; probe_ runs after a half-close.
-  enum class Phase : uint8_t { reading_header, reading_body, handling, streaming, responding, closed };
+  enum class Phase : uint8_t { reading_header, reading_body, handling, streaming, responding, lingering, closed };
+  static constexpr int64_t kLingerMs = 2000;
 
   void enter(Phase next) {
     if (phase_ == Phase::closed) return;
@@ -132,6 +139,16 @@ class Session : public std::enable_shared_from_this<Session> {
         disarm();
         keepalive_.cancel();
         return;
+      case Phase::lingering: {
+        release_connection();  // it serves nothing more: no slot of --max-connections held while lingering
+        keepalive_.cancel();
+        hold_.cancel();
+        probe_.cancel();
+        beast::error_code ec;
+        socket_.shutdown(tcp::socket::shutdown_send, ec);
+        arm(kLingerMs);
+        return discard();
+      }
       case Phase::closed: {
         ticket_.release();  // the request, if any, is over for the drain
         disarm();
@@ -147,7 +164,22 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
   void close() { enter(Phase::closed); }
+
+  // Lingering: reads and drops until EOF, an error or the linger deadline, then closes.
+  void discard() {
+    buffer_.consume(buffer_.size());
+    socket_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      self->buffer_.commit(n);
+      if (ec || self->timed_out_ || self->phase_ != Phase::lingering) return self->close();
+      self->discard();
+    });
+  }
   bool closed() const { return phase_ == Phase::closed; }
+
+  void release_connection() {
+    if (std::exchange(connection_released_, true)) return;
+    gate_->release_connection(client_, requests_ == 0);
+  }
 
   // ---- reading a request
   void release_body() {
@@ -513,7 +545,9 @@ class Session : public std::enable_shared_from_this<Session> {
     write_log();
     ticket_.release();
     job_.reset();
-    if (!keep_alive_ || peer_gone_ || app_.drain().draining()) return close();
+    if (peer_gone_) return close();
+    // A watch read may be outstanding (a job's response): one read at a time, so no lingering then.
+    if (!keep_alive_ || app_.drain().draining()) return watching_ ? close() : enter(Phase::lingering);
     enter(Phase::reading_header);  // read_header() below, or once the watch read has ended
     if (watching_) {
       next_after_watch_ = true;
@@ -705,6 +739,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool peer_gone_ = false;
   bool half_closed_ = false;  // EOF read with a request in flight (probe_peer tells a close from it)
   Phase phase_ = Phase::reading_header;
+  bool connection_released_ = false;  // given back to the gate (lingering, or the end)
   bool recorded_ = false;  // the current request is counted (record)
   bool logged_ = false;    // ... and its log line written (write_log)
   uint64_t write_generation_ = 0;

@@ -246,10 +246,44 @@ test('while 8 streams run, two 8 MB prompts: no stream gap beyond 2x its inter-t
     console.log(`prompts ${windowEnd - windowStart} ms; stream gaps: normal ${normal} ms, worst ${worst} ms over ${during.length}; ` +
       `/health worst ${Math.max(...healthMs)} ms over ${healthMs.length}`);
     assert.ok(during.length > 8, `only ${during.length} stream gaps while the prompts ran`);
-    assert.ok(worst < 2 * normal, `a stream waited ${worst} ms while the prompts were tokenized (normal ${normal} ms)`);
+    // 2x in a real build; a sanitizer build's (slow > 1) tokenizer is several times slower and
+    // competes harder with the streams for the two cores, so only the order of magnitude holds there.
+    const bound = slow > 1 ? 4 : 2;
+    assert.ok(worst < bound * normal, `a stream waited ${worst} ms while the prompts were tokenized (normal ${normal} ms)`);
     assert.ok(Math.max(...healthMs) < 50 * slow, `/health took ${Math.max(...healthMs)} ms`);
   } finally {
     await fx8.close();
+  }
+});
+
+test('1,100 slowloris connections from one address (default limits): /health from another address answers', async () => {
+  const fxd = await startFixture('limits-slowloris', { apiKey: KEY });
+  const conns = [];
+  try {
+    for (let i = 0; i < 1100; ++i) {
+      const socket = net.connect({ port: fxd.server.port, host: '127.0.0.1', localAddress: '127.0.0.1' });
+      socket.on('error', () => {});
+      socket.on('connect', () => socket.write('GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: '));
+      conns.push(socket);
+    }
+    await sleep(500);
+    for (let probe = 0; probe < 5; ++probe) {
+      const t0 = Date.now();
+      const conn = net.connect({ port: fxd.server.port, host: '127.0.0.1', localAddress: '127.0.0.2' });
+      const text = await new Promise((resolve) => {
+        let got = '';
+        conn.on('connect', () => conn.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'));
+        conn.on('data', (d) => { got += d.toString('latin1'); });
+        conn.on('close', () => resolve(got));
+        conn.on('error', () => resolve(got));
+      });
+      assert.match(text, /^HTTP\/1\.1 200 /, `/health from 127.0.0.2 while 1,100 connections from 127.0.0.1 stall: ${text.slice(0, 200)}`);
+      assert.ok(Date.now() - t0 < 1000 * slow, `/health took ${Date.now() - t0} ms`);
+      await sleep(200);
+    }
+  } finally {
+    for (const socket of conns) socket.destroy();
+    await fxd.close();
   }
 });
 
