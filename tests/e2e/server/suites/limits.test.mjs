@@ -115,6 +115,24 @@ test(`request bodies being received are capped at ${IN_FLIGHT} bytes over all co
   fx.server.assertAlive();
 });
 
+// ~`bytes` of distinct made-up words (a repeated sentence would tokenize from the word cache).
+function madeUpWords(bytes, seed) {
+  let state = seed;
+  const letters = 'abcdefghijklmnopqrstuvwxyz';
+  const words = [];
+  for (let total = 0; total < bytes;) {
+    let word = '';
+    const length = 3 + (state % 8);
+    for (let i = 0; i < length; ++i) {
+      state = (state * 1103515245 + 12345) % 2147483648;
+      word += letters[state % 26];
+    }
+    words.push(word);
+    total += length + 1;
+  }
+  return words.join(' ');
+}
+
 test('a prompt of megabytes is tokenized off the I/O thread: /health keeps answering meanwhile', async () => {
   // One I/O thread: if tokenizing ran on it, every other request would wait for the whole prompt.
   const big = await startFixture('limits-cpu', {
@@ -122,21 +140,7 @@ test('a prompt of megabytes is tokenized off the I/O thread: /health keeps answe
     args: ['--threads', '1', '--max-body-bytes', String(32 << 20), '--max-body-bytes-in-flight', String(64 << 20)],
   });
   try {
-    // ~16 MB of distinct made-up words (a repeated sentence tokenizes from the word cache in no time).
-    let state = 12345;
-    const letters = 'abcdefghijklmnopqrstuvwxyz';
-    const words = [];
-    for (let bytes = 0; bytes < (16 << 20);) {
-      let word = '';
-      const length = 3 + (state % 8);
-      for (let i = 0; i < length; ++i) {
-        state = (state * 1103515245 + 12345) % 2147483648;
-        word += letters[state % 26];
-      }
-      words.push(word);
-      bytes += length + 1;
-    }
-    const prompt = words.join(' ');
+    const prompt = madeUpWords(16 << 20, 12345);
     const started = Date.now();
     const pending = postJson(big.server, '/v1/chat/completions',
       { model: 'tiny-qwen2', messages: [{ role: 'user', content: prompt }], max_tokens: 1 },
@@ -173,24 +177,6 @@ test('a prompt of megabytes is tokenized off the I/O thread: /health keeps answe
     await big.close();
   }
 });
-
-// ~`bytes` of distinct made-up words (a repeated sentence would tokenize from the word cache).
-function madeUpWords(bytes, seed) {
-  let state = seed;
-  const letters = 'abcdefghijklmnopqrstuvwxyz';
-  const words = [];
-  for (let total = 0; total < bytes;) {
-    let word = '';
-    const length = 3 + (state % 8);
-    for (let i = 0; i < length; ++i) {
-      state = (state * 1103515245 + 12345) % 2147483648;
-      word += letters[state % 26];
-    }
-    words.push(word);
-    total += length + 1;
-  }
-  return words.join(' ');
-}
 
 test('while 8 streams run, two 8 MB prompts: no stream gap beyond 2x its inter-token time, /health within 50 ms', async () => {
   const fx8 = await startFixture('limits-streams', {
