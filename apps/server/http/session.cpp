@@ -548,8 +548,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (peer_gone_) return close();
     // A watch read may be outstanding (a job's response): one read at a time, so no lingering then.
     if (!keep_alive_ || app_.drain().draining()) return watching_ ? close() : enter(Phase::lingering);
-    enter(Phase::reading_header);  // read_header() below, or once the watch read has ended
-    if (watching_) {
+    if (watching_) {  // read_header() once the watch read has ended; meanwhile the idle deadline runs
+      enter(Phase::reading_header);
       next_after_watch_ = true;
       beast::error_code ignored;
       socket_.cancel(ignored);  // the watch read ends; its handler reads the next request
@@ -689,7 +689,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // half-closed takes them and gets its response. HTTP/1.0 gets no interim response: there EOF
   // stays a disconnect.
   static constexpr std::array<int, 3> kProbeDelaysMs = {0, 50, 500};
-  bool can_probe() const { return (streaming_ && log_entry_.status == 200) || chunked_; }
+  bool can_probe() const { return streaming_ || chunked_; }  // a stream's head is out at start_job
   void probe_peer(std::size_t index) {
     if (closed() || !job_ || phase_ == Phase::responding || index >= kProbeDelaysMs.size()) return;
     probe_.expires_after(std::chrono::milliseconds(kProbeDelaysMs[index]));

@@ -150,6 +150,10 @@ void SamplingRows::fill_draft_mask(const MaskJob& job, std::span<uint32_t> mask)
     draft_matcher_->fill_mask(mask);
     if (std::any_of(mask.begin(), mask.end(), [](uint32_t w) { return w != 0u; })) return;
   }
+  copy_previous_mask(job, mask);
+}
+
+void SamplingRows::copy_previous_mask(const MaskJob& job, std::span<uint32_t> mask) {
   // The rows of one choice's chunk are consecutive jobs, so the previous job is the row before.
   const std::size_t before = extents_[job.row - 1].mask_begin;
   std::copy_n(masks_.begin() + static_cast<std::ptrdiff_t>(before), mask_words_, mask.begin());
@@ -164,7 +168,7 @@ void SamplingRows::fill_masks() {
       try {
         fill_draft_mask(job, mask);
       } catch (const std::bad_alloc&) {  // the draft's row is never used if the row before fails
-        std::copy_n(masks_.begin() + static_cast<std::ptrdiff_t>(extents_[job.row - 1].mask_begin), mask_words_, mask.begin());
+        copy_previous_mask(job, mask);
       }
       continue;
     }

@@ -97,6 +97,7 @@ class SamplingRows {
   // row (kept across that choice's rows); when a draft does not continue the grammar, the previous
   // row's mask (the row before rejects that draft, so this row's token is never used).
   void fill_draft_mask(const MaskJob& job, std::span<uint32_t> mask);
+  void copy_previous_mask(const MaskJob& job, std::span<uint32_t> mask);
   std::optional<grammar::GrammarMatcher> draft_matcher_;
   const Choice* draft_choice_ = nullptr;
   std::size_t draft_applied_ = 0;

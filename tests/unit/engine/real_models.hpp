@@ -10,17 +10,20 @@
 
 namespace llaisys::test {
 
+// A model written by llaisys-mkmodel's library once per test process (in a temporary directory).
+inline TestModels generated_model(const TempDir& dir, const char* shape, uint64_t seed,
+                                  const std::filesystem::path& tokenizer_dir) {
+  const auto path = dir / shape;
+  const Status status = mkmodel::write_model(
+      path, {.shape = *mkmodel::find_shape(shape), .seed = seed, .tokenizer_dir = tokenizer_dir});
+  if (!status.ok()) throw std::runtime_error(status.to_string());
+  return TestModels(path, 2);
+}
+
 inline const TestModels& tiny_qwen2() {
   static TempDir dir;
-  static const TestModels models = [] {
-    const auto path = dir / "tiny-qwen2";
-    const Status status = mkmodel::write_model(
-        path, {.shape = *mkmodel::find_shape("tiny"),
-               .seed = 0,
-               .tokenizer_dir = std::filesystem::path(LLAISYS_TEST_DATA_DIR) / "qwen2-tokenizer"});
-    if (!status.ok()) throw std::runtime_error(status.to_string());
-    return TestModels(path, 2);
-  }();
+  static const TestModels models =
+      generated_model(dir, "tiny", 0, std::filesystem::path(LLAISYS_TEST_DATA_DIR) / "qwen2-tokenizer");
   return models;
 }
 
@@ -32,15 +35,8 @@ inline const TestModels& stories() {
 // Random weights, stories260K's vocabulary and tokenizer: a (poor) draft model for stories260K.
 inline const TestModels& tiny_llama() {
   static TempDir dir;
-  static const TestModels models = [] {
-    const auto path = dir / "tiny-llama";
-    const Status status = mkmodel::write_model(
-        path, {.shape = *mkmodel::find_shape("tiny-llama"),
-               .seed = 7,
-               .tokenizer_dir = std::filesystem::path(LLAISYS_SOURCE_DIR) / "models" / "stories260K"});
-    if (!status.ok()) throw std::runtime_error(status.to_string());
-    return TestModels(path, 2);
-  }();
+  static const TestModels models =
+      generated_model(dir, "tiny-llama", 7, std::filesystem::path(LLAISYS_SOURCE_DIR) / "models" / "stories260K");
   return models;
 }
 
