@@ -54,6 +54,13 @@ bool cpu_has_amx() {
   return leaf7(0, ebx, ecx, edx, eax) && (edx & (1u << 24)) != 0 && os_saves(0x60000 | 0xE6);
 }
 
+bool cpu_is_amd() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  // The vendor string is ebx, edx, ecx: "Auth" "enti" "cAMD".
+  return ebx == 0x68747541u && edx == 0x69746E65u && ecx == 0x444D4163u;
+}
+
 std::string_view to_string(Isa isa) {
   switch (isa) {
     case Isa::scalar: return "scalar";

@@ -349,9 +349,11 @@ void linear(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, 
   const int64_t work_per_tile = kTileColumns * K * M;
 
   // The bf16 dot-product path: the activations are rounded to bf16 once, then every job reads them.
-  // Only when every job's weights are bf16: a region with f16, f32 or quantized weights stays exact.
+  // Only when every job's weights are bf16 or quantized: a region with f16 or f32 weights stays exact.
   const bool bf16dot = ctx.matmul == MatmulPrecision::bf16 && ctx.isa == Isa::avx512 && bf16dot::supported() &&
-                       std::all_of(jobs.begin(), jobs.end(), [](const LinearJob& j) { return j.weight.dtype == DType::bf16; });
+                       std::all_of(jobs.begin(), jobs.end(), [](const LinearJob& j) {
+                         return j.weight.dtype == DType::bf16 || is_quantized(j.weight.dtype);
+                       });
   const uint16_t* xb = nullptr;
   if (bf16dot) {
     thread_local std::vector<uint16_t> panel;
@@ -372,7 +374,9 @@ void linear(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, 
       const int64_t end = std::min(tile_end, first_tile[j + 1]) - first_tile[j];
       if (begin >= end) continue;
       const int64_t n_begin = begin * kTileColumns, n_end = std::min(end * kTileColumns, jobs[j].weight.rows);
-      if (bf16dot) {
+      if (bf16dot && is_quantized(jobs[j].weight.dtype)) {
+        quant_linear::bf16_columns(xb, M, K, jobs[j], n_begin, n_end);
+      } else if (bf16dot) {
         bf16dot::columns(xb, M, K, jobs[j], n_begin, n_end);
       } else if (is_quantized(jobs[j].weight.dtype)) {
         quant_linear::columns(ctx.isa, x, x_stride, M, K, jobs[j], n_begin, n_end);

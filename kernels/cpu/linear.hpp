@@ -5,8 +5,9 @@
 // quantized GGUF blocks: quant.hpp) and converted exactly to f32 in registers; activations and
 // accumulation are f32. A quantized matrix gives the bits of the f32 matrix dequantize() makes of it
 // (linear_quant.hpp). (The MatmulPrecision::bf16 of the context instead rounds activations to
-// bf16 for bf16 weights on AVX512-BF16 CPUs: linear_bf16.hpp, with its own canonical order; a region
-// with any other weight dtype takes the f32 path, which is what follows.)
+// bf16 for bf16 and quantized weights on AVX512-BF16 CPUs, quantized weights dequantized and rounded
+// to bf16 too: linear_bf16.hpp, with its own canonical order; a region with any f16 or f32 weights
+// takes the f32 path, which is what follows.)
 //
 // Batch invariance: y[m, n] is computed by the same sequence of operations whatever M is and
 // whichever thread computes it — the canonical 16-lane order of simd.hpp over k, then + bias[n],

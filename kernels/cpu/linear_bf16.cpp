@@ -8,9 +8,6 @@
 #include "linear_store.hpp"
 #include "simd.hpp"
 
-#define LLAISYS_TARGET_AVX512_BF16 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
-
 namespace llaisys::cpu::bf16dot {
 namespace {
 
@@ -154,6 +151,13 @@ LLAISYS_TARGET_AVX512_BF16 void convert_rows(const float* x, int64_t x_stride, i
       k += 16;
     }
     for (; k < stride; k += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_setzero_si256());
+  }
+}
+
+LLAISYS_TARGET_AVX512_BF16 void convert_weights(const float* w, int64_t count, uint16_t* out) {
+  for (int64_t k = 0; k < count; k += kStep) {
+    const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(w + k + 16), _mm512_loadu_ps(w + k));
+    _mm512_storeu_si512(out + k, __builtin_bit_cast(__m512i, v));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "linear_bf16.hpp"
 #include "linear_float.hpp"
 #include "linear_store.hpp"
 #include "quant.hpp"
@@ -25,7 +26,8 @@ const uint8_t* row_of(const WeightMatrix& w, int64_t n) {
 
 // MR rows of x against R weight rows row_step apart, K whole blocks.
 struct RowArgs {
-  const float* x;       // first row of x
+  const float* x;       // first row of x (f32 mode)
+  const uint16_t* xb;   // first row of x rounded to bf16 (bf16 mode: bf16dot::convert_rows)
   int64_t x_stride;
   int64_t K;
   const uint8_t* w;     // first weight row
@@ -55,27 +57,49 @@ struct DotSink {
   }
 };
 
-// One step of the R blocks, row after row.
-template <DType D, int MR, int R, int S>
-LLAISYS_INLINE_AVX512 void step_rows(const RowArgs& a, const uint8_t* const (&blocks)[R],
-                                     const typename quant_avx512::Decoder<D>::State (&states)[R], const float* x,
-                                     __m512 (&acc)[R][MR]) {
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    DotSink<MR> sink{x, a.x_stride, acc[r]};
-    quant_avx512::Decoder<D>::template step<S>(blocks[r], states[r], sink);
+// One decoder step of one block into MR accumulators, per mode.
+struct ExactStep {
+  template <DType D, int MR, int S>
+  LLAISYS_INLINE_AVX512 static void run(const uint8_t* block, const typename quant_avx512::Decoder<D>::State& state,
+                                        const float* x, int64_t x_stride, __m512* acc) {
+    DotSink<MR> sink{x, x_stride, acc};
+    quant_avx512::Decoder<D>::template step<S>(block, state, sink);
   }
-}
+};
 
-template <DType D, int MR, int R, int... S>
-LLAISYS_INLINE_AVX512 void block_rows(const RowArgs& a, const uint8_t* const (&blocks)[R], const float* x,
-                                      __m512 (&acc)[R][MR], std::integer_sequence<int, S...>) {
-  using Decoder = quant_avx512::Decoder<D>;
-  typename Decoder::State states[R];
+// A step's vectors, kept (in registers, once inlined) for the bf16 mode to pair them.
+struct CollectSink {
+  __m512 w[4];
+  LLAISYS_INLINE_AVX512 void operator()(int v, __m512 vector) { w[v % 4] = vector; }
+};
+
+// The bf16 mode (linear_bf16.hpp's canonical order): vectors 2 j and 2 j + 1 of a step (32
+// consecutive elements) are rounded to bf16 together, as bf16dot::convert_weights rounds a panel,
+// and make one vdpbf16ps step with the same 32 elements of each bf16 row of x. (The decoder is
+// compiled without AVX512-BF16, which it must run without, so the sink cannot multiply itself:
+// GCC inlines an always_inline function only into one whose target options include its own.)
+struct Bf16Step {
+  template <DType D, int MR, int S>
+  LLAISYS_INLINE_AVX512_BF16 static void run(const uint8_t* block,
+                                             const typename quant_avx512::Decoder<D>::State& state,
+                                             const uint16_t* x, int64_t x_stride, __m512* acc) {
+    using Decoder = quant_avx512::Decoder<D>;
+    constexpr int kVectors = static_cast<int>(dtype_block_elements(D) / kLanes) / Decoder::kSteps;
+    static_assert(kVectors % 2 == 0 && kVectors <= 4);
+    CollectSink sink;
+    Decoder::template step<S>(block, state, sink);
+#pragma GCC unroll 2
+    for (int p = 0; p < kVectors; p += 2) {
+      const int v = S * kVectors + p;  // the block's vector index of the pair's first half
+      const __m512bh pair = _mm512_cvtne2ps_pbh(sink.w[(v + 1) % 4], sink.w[v % 4]);  // v in the low half
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) Decoder::prepare(blocks[r], states[r]);
-  (step_rows<D, MR, R, S>(a, blocks, states, x, acc), ...);
-}
+      for (int i = 0; i < MR; ++i) {
+        const __m512i xv = _mm512_loadu_si512(x + i * x_stride + kLanes * v);
+        acc[i] = _mm512_dpbf16_ps(acc[i], __builtin_bit_cast(__m512bh, xv), pair);
+      }
+    }
+  }
+};
 
 // How far ahead each stream prefetches. The hardware prefetcher alone falls behind on these short,
 // interleaved streams (Q6_K, whose loads within a block go back and forth, the most: 1.07x bf16
@@ -84,37 +108,30 @@ LLAISYS_INLINE_AVX512 void block_rows(const RowArgs& a, const uint8_t* const (&b
 template <DType D>
 constexpr int64_t kPrefetchBytes = D == DType::q8_0 ? 2048 : 1024;
 
+// The loop over blocks, once per mode (quant_rows.inc): the bf16 mode's chain must be compiled for
+// AVX512-BF16 to inline Bf16Step, the exact mode's without it, as it runs on CPUs that lack it.
+namespace exact_rows {
+#define LLAISYS_QUANT_ROWS_INLINE LLAISYS_INLINE_AVX512
+#define LLAISYS_QUANT_ROWS_STEP ExactStep
+#define LLAISYS_QUANT_ROWS_X(args) (args).x
+#include "quant_rows.inc"
+}  // namespace exact_rows
+
+namespace bf16_rows {
+#define LLAISYS_QUANT_ROWS_INLINE LLAISYS_INLINE_AVX512_BF16
+#define LLAISYS_QUANT_ROWS_STEP Bf16Step
+#define LLAISYS_QUANT_ROWS_X(args) (args).xb
+#include "quant_rows.inc"
+}  // namespace bf16_rows
+
 template <DType D, int MR, int R>
 LLAISYS_TARGET_AVX512 void rows_avx512(const RowArgs& a) {
-  constexpr int64_t kElements = dtype_block_elements(D), kBytes = dtype_block_bytes(D);
-  __m512 acc[R][MR];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) acc[r][i] = _mm512_setzero_ps();
-  }
-  const int64_t num_blocks = a.K / kElements;
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    const uint8_t* blocks[R];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) blocks[r] = a.w + r * a.row_step * a.row_bytes + b * kBytes;
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      for (int64_t offset = 0; offset < kBytes; offset += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(blocks[r]) + kPrefetchBytes<D> + offset, _MM_HINT_T0);
-      }
-    }
-    block_rows<D, MR, R>(a, blocks, a.x + b * kElements, acc,
-                         std::make_integer_sequence<int, quant_avx512::Decoder<D>::kSteps>{});
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      const int64_t n = a.n + r * a.row_step;
-      store_output(simd::reduce_lanes_avx512(acc[r][i]), a.bias, n, a.y + i * a.y_stride + n, a.accumulate);
-    }
-  }
+  exact_rows::rows<D, MR, R>(a);
+}
+
+template <DType D, int MR, int R>
+LLAISYS_TARGET_AVX512_BF16 void rows_avx512_bf16(const RowArgs& a) {
+  bf16_rows::rows<D, MR, R>(a);
 }
 
 // ---- AVX2 and scalar: a chunk of the row decoded into a buffer, then the f32 row code's FMAs ---
@@ -215,20 +232,38 @@ struct RowKernels {
   static constexpr RowTable scalar_table(std::integer_sequence<int, Mr...>) {
     return {std::array<RowsFn, 2>{&rows_scalar<D, Mr + 1>, &rows_scalar<D, Mr + 1>}...};
   }
+  template <int... Mr>
+  static constexpr RowTable avx512_bf16_table(std::integer_sequence<int, Mr...>) {
+    return {std::array<RowsFn, 2>{&rows_avx512_bf16<D, Mr + 1, 1>, &rows_avx512_bf16<D, Mr + 1, kRowsAvx512>}...};
+  }
   static constexpr RowTable avx512 = avx512_table(std::make_integer_sequence<int, kRegisterRows>{});
+  static constexpr RowTable avx512_bf16 = avx512_bf16_table(std::make_integer_sequence<int, kRegisterRows>{});
   static constexpr RowTable avx2 = avx2_table(std::make_integer_sequence<int, kRegisterRows>{});
   static constexpr RowTable scalar = scalar_table(std::make_integer_sequence<int, kRegisterRows>{});
 };
 
+// The rows of x a job multiplies: f32 (the exact mode), or rounded to bf16 (the bf16 mode: AVX-512 with
+// AVX512-BF16 only, xb != null, x unused).
+struct Input {
+  Isa isa;
+  const float* x;
+  const uint16_t* xb;
+  int64_t x_stride;
+};
+
 template <DType D>
-void register_columns(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K, const LinearJob& job,
-                      int64_t n_begin, int64_t n_end) {
-  const RowTable& table = isa == Isa::avx512 ? RowKernels<D>::avx512 : isa == Isa::avx2 ? RowKernels<D>::avx2
-                                                                                          : RowKernels<D>::scalar;
+void register_columns(const Input& in, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin, int64_t n_end) {
+  const Isa isa = in.isa;
+  const RowTable& table = in.xb != nullptr      ? RowKernels<D>::avx512_bf16
+                          : isa == Isa::avx512 ? RowKernels<D>::avx512
+                          : isa == Isa::avx2   ? RowKernels<D>::avx2
+                                               : RowKernels<D>::scalar;
   const int64_t rows_together = isa == Isa::avx512 ? kRowsAvx512 : isa == Isa::avx2 ? kRowsAvx2 : 1;
   for (int64_t m0 = 0; m0 < M; m0 += kRegisterRows) {
     const auto mr = static_cast<std::size_t>(std::min(kRegisterRows, M - m0) - 1);
-    RowArgs args{.x = x + m0 * x_stride, .x_stride = x_stride, .K = K, .w = nullptr, .row_bytes = dtype_bytes(D, K),
+    RowArgs args{.x = in.x == nullptr ? nullptr : in.x + m0 * in.x_stride,
+                 .xb = in.xb == nullptr ? nullptr : in.xb + m0 * in.x_stride,
+                 .x_stride = in.x_stride, .K = K, .w = nullptr, .row_bytes = dtype_bytes(D, K),
                  .row_step = 1, .bias = job.bias, .n = 0, .y = job.y + m0 * job.y_stride, .y_stride = job.y_stride,
                  .accumulate = job.accumulate};
     int64_t n = n_begin;
@@ -275,6 +310,28 @@ void panel_columns(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t
   }
 }
 
+// The bf16 mode's panel: dequantized as above, rounded to bf16 (bf16dot::convert_weights, the
+// register path's rounding), then the bf16 tiles.
+void panel_columns_bf16(const uint16_t* xb, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin,
+                        int64_t n_end) {
+  thread_local std::vector<float> panel;
+  thread_local std::vector<uint16_t> rounded;
+  const int64_t rows = std::clamp<int64_t>(kPanelBytes / (2 * K) / 4 * 4, 4, kMaxPanelRows);
+  panel.resize(static_cast<std::size_t>(rows * K));
+  rounded.resize(static_cast<std::size_t>(rows * K));
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += rows) {
+    const int64_t count = std::min(rows, n_end - n0);
+    dequantize(Isa::avx512, job.weight.dtype, row_of(job.weight, n0), count * K, panel.data());
+    bf16dot::convert_weights(panel.data(), count * K, rounded.data());
+    const LinearJob part{.weight = {.data = rounded.data(), .dtype = DType::bf16, .rows = count, .cols = K},
+                         .bias = job.bias == nullptr ? nullptr : job.bias + n0,
+                         .y = job.y + n0,
+                         .y_stride = job.y_stride,
+                         .accumulate = job.accumulate};
+    bf16dot::columns(xb, M, K, part, 0, count);
+  }
+}
+
 // Up to how many rows of x the register path beats the panel path: its decoding is repeated for
 // every kRegisterRows rows, the panel's f32 tiles read twice the bytes of bf16 ones. Measured on
 // Zen 5 (one thread, a decode step's shapes): AVX-512 with M = 8, 16, 32 against the panel path.
@@ -285,20 +342,36 @@ int64_t register_rows_limit(Isa isa, DType dtype) {
 
 }  // namespace
 
+namespace {
+
+void register_columns(const Input& in, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin, int64_t n_end) {
+  switch (job.weight.dtype) {
+    case DType::q8_0: return register_columns<DType::q8_0>(in, M, K, job, n_begin, n_end);
+    case DType::q4_0: return register_columns<DType::q4_0>(in, M, K, job, n_begin, n_end);
+    case DType::q4_1: return register_columns<DType::q4_1>(in, M, K, job, n_begin, n_end);
+    case DType::q5_0: return register_columns<DType::q5_0>(in, M, K, job, n_begin, n_end);
+    case DType::q5_1: return register_columns<DType::q5_1>(in, M, K, job, n_begin, n_end);
+    case DType::q4_k: return register_columns<DType::q4_k>(in, M, K, job, n_begin, n_end);
+    case DType::q5_k: return register_columns<DType::q5_k>(in, M, K, job, n_begin, n_end);
+    case DType::q6_k: return register_columns<DType::q6_k>(in, M, K, job, n_begin, n_end);
+    default: return;
+  }
+}
+
+}  // namespace
+
 void columns(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin,
              int64_t n_end) {
   if (M > register_rows_limit(isa, job.weight.dtype)) return panel_columns(isa, x, x_stride, M, K, job, n_begin, n_end);
-  switch (job.weight.dtype) {
-    case DType::q8_0: return register_columns<DType::q8_0>(isa, x, x_stride, M, K, job, n_begin, n_end);
-    case DType::q4_0: return register_columns<DType::q4_0>(isa, x, x_stride, M, K, job, n_begin, n_end);
-    case DType::q4_1: return register_columns<DType::q4_1>(isa, x, x_stride, M, K, job, n_begin, n_end);
-    case DType::q5_0: return register_columns<DType::q5_0>(isa, x, x_stride, M, K, job, n_begin, n_end);
-    case DType::q5_1: return register_columns<DType::q5_1>(isa, x, x_stride, M, K, job, n_begin, n_end);
-    case DType::q4_k: return register_columns<DType::q4_k>(isa, x, x_stride, M, K, job, n_begin, n_end);
-    case DType::q5_k: return register_columns<DType::q5_k>(isa, x, x_stride, M, K, job, n_begin, n_end);
-    case DType::q6_k: return register_columns<DType::q6_k>(isa, x, x_stride, M, K, job, n_begin, n_end);
-    default: return;
+  register_columns(Input{.isa = isa, .x = x, .xb = nullptr, .x_stride = x_stride}, M, K, job, n_begin, n_end);
+}
+
+void bf16_columns(const uint16_t* xb, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin, int64_t n_end) {
+  if (M > register_rows_limit(Isa::avx512, job.weight.dtype)) {
+    return panel_columns_bf16(xb, M, K, job, n_begin, n_end);
   }
+  register_columns(Input{.isa = Isa::avx512, .x = nullptr, .xb = xb, .x_stride = bf16dot::padded_k(K)}, M, K, job,
+                   n_begin, n_end);
 }
 
 }  // namespace llaisys::cpu::quant_linear

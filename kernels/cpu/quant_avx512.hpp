@@ -19,6 +19,8 @@
 
 #define LLAISYS_INLINE_AVX512 \
   inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#define LLAISYS_INLINE_AVX512_BF16 \
+  inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
 
 namespace llaisys::cpu::quant_avx512 {
 

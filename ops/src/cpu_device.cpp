@@ -37,7 +37,7 @@ std::string CpuDevice::describe() const {
   // bf16 products apply where both the ISA and the weights allow them (cpu/linear_bf16.hpp).
   const bool bf16 = ctx_.matmul == cpu::MatmulPrecision::bf16 && ctx_.isa == cpu::Isa::avx512;
   return fmt::format("cpu: {} threads, isa {}, matmul {}", pool_.num_threads(), cpu::to_string(ctx_.isa),
-                     bf16 ? "bf16 (activations rounded to bf16 for bf16 weights)" : "f32");
+                     bf16 ? "bf16 (activations rounded to bf16 for bf16 and quantized weights)" : "f32");
 }
 
 Result<Buffer> CpuDevice::allocate(std::size_t bytes) {
@@ -96,7 +96,10 @@ Result<std::unique_ptr<DeviceContext>> make_cpu_context(const CpuOptions& option
     }
     matmul = cpu::MatmulPrecision::bf16;
   } else if (options.matmul == "auto") {
-    if (cpu::bf16dot::supported() && *isa == cpu::Isa::avx512) matmul = cpu::MatmulPrecision::bf16;
+    // bf16 products only where they were measured faster: AMD's AVX512-BF16 (Zen 5: 1.3x the prefill).
+    // Intel's ran slower than the f32 FMAs (Emerald Rapids: 0.85x the prefill, quantized decode 0.6x),
+    // so "auto" stays exact there; "bf16" still insists. docs/BENCHMARKS.md has both.
+    if (cpu::bf16dot::supported() && *isa == cpu::Isa::avx512 && cpu::cpu_is_amd()) matmul = cpu::MatmulPrecision::bf16;
   } else if (options.matmul != "f32") {
     return make_error(ErrorCode::invalid_argument, "option matmul: expected f32, bf16 or auto, got \"{}\"",
                       options.matmul);

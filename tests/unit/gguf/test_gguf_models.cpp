@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "cpu/linear_bf16.hpp"
 #include "generated_model.hpp"
 #include "reference_data.hpp"
 
@@ -83,12 +84,34 @@ TEST_CASE("each tiny-llama GGUF file gives llama.cpp's logits on that file", "[g
   WARN(fmt::format("{}: max top-5 |logit - llama.cpp| {:.4g}", type, a.max_error));
 }
 
+TEST_CASE("in the bf16 matmul mode each quantized tiny-llama file stays within llama.cpp's tolerance", "[gguf][bf16]") {
+  if (!cpu::bf16dot::supported()) {
+    WARN("this CPU has no AVX512-BF16: the bf16 matmul mode is not tested here");
+    return;
+  }
+  // Weights and activations rounded to bf16 on top of the quantization: llama.cpp rounds the
+  // activations to 8 bits for these files, so the file's tolerance covers it.
+  const std::string type = GENERATE("Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K");
+  CAPTURE(type);
+  const Agreement a = compare_with_reference(type, R"({"matmul": "bf16"})", 48);
+  const Agreement exact = compare_with_reference(type, R"({"matmul": "f32"})", 48);
+  INFO(fmt::format("{}: {} rows, max top-5 error {:.4g} (f32 mode {:.4g})", type, a.rows, a.max_error, exact.max_error));
+  CHECK(a.rows > 400);
+  CHECK(a.problems.empty());
+  CHECK(a.max_error != exact.max_error);  // the mode really ran on the quantized matrices
+  WARN(fmt::format("{} bf16 mode: max top-5 |logit - llama.cpp| {:.4g} (f32 mode {:.4g})", type, a.max_error,
+                   exact.max_error));
+}
+
 TEST_CASE("a quantized GGUF model gives the same bits in one pass, in chunks and one token at a time", "[gguf]") {
   const std::string type = GENERATE("Q8_0", "Q4_K_M");
-  CAPTURE(type);
+  // Both matmul modes (the bf16 one where the CPU has it): batch invariance holds within each.
+  const std::string options = GENERATE(as<std::string>{}, R"({"matmul": "f32"})", R"({"matmul": "bf16"})");
+  CAPTURE(type, options);
+  if (options.find("bf16") != std::string::npos && !cpu::bf16dot::supported()) return;
   const ReferenceCase& c = reference_cases(kFixture / fmt::format("reference-{}.json", type)).front();
   const auto run = [&](int32_t chunk) {
-    AnyModel model = open_plugin_model(kPlugin, kFixture / fmt::format("tiny-llama-{}.gguf", type));
+    AnyModel model = open_plugin_model(kPlugin, kFixture / fmt::format("tiny-llama-{}.gguf", type), 2, options);
     std::vector<std::vector<float>> rows;
     const auto n = static_cast<int32_t>(c.prompt_ids.size());
     const std::vector<BlockId> table = block_range(0, (n + 15) / 16);

@@ -10,6 +10,7 @@
 
 #include "cpu/linear.hpp"
 #include "cpu/linear_bf16.hpp"
+#include "cpu/quant.hpp"
 #include "kernel_test_util.hpp"
 
 using namespace llaisys;
@@ -163,6 +164,57 @@ TEST_CASE("bf16 precision leaves non-bf16 weights and other ISAs on the exact f3
       linear({.pool = &pool, .isa = isa}, x.data(), k, m, k, std::span(&b, 1));
       INFO("isa " << to_string(isa) << " dtype " << to_string(dtype));
       CHECK(same_bits(fast, exact));
+    }
+  }
+}
+
+TEST_CASE("bf16 linear with quantized weights follows the vdpbf16ps model on their rounded dequantization",
+          "[kernels][linear][bf16][quant]") {
+  if (!bf16dot::supported()) {
+    WARN("this CPU has no AVX512-BF16: the bf16 matmul path is not tested here");
+    return;
+  }
+  // Every quantized type, alone and in one region with a bf16 job; the register path (M up to 16, or
+  // 8 for Q5_K / Q6_K), the panel path above it, 301 rows so that each thread interleaves several
+  // streams; biases and a residual.
+  const DType types[] = {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0,
+                         DType::q5_1, DType::q4_k, DType::q5_k, DType::q6_k};
+  const int64_t k = 512, n = 301, n_bf16 = 23;
+  const std::vector<uint16_t> w_bf16 = to_bf16(random_floats(static_cast<std::size_t>(n_bf16 * k), 91));
+  const std::vector<float> bias = random_floats(static_cast<std::size_t>(n), 92);
+  for (DType dtype : types) {
+    const std::vector<float> values = random_floats(static_cast<std::size_t>(n * k), 93, -0.2f, 0.2f);
+    std::vector<uint8_t> blocks(static_cast<std::size_t>(dtype_bytes(dtype, n * k)));
+    quantize(dtype, values.data(), n * k, blocks.data());
+    std::vector<float> dense(values.size());
+    dequantize(dtype, blocks.data(), n * k, dense.data());
+    const std::vector<uint16_t> rounded = to_bf16(dense);  // round to nearest even, as the test's model does
+    const WeightMatrix q{.data = blocks.data(), .dtype = dtype, .rows = n, .cols = k};
+    const WeightMatrix b{.data = w_bf16.data(), .dtype = DType::bf16, .rows = n_bf16, .cols = k};
+    for (int64_t m : {1, 2, 3, 4, 5, 8, 9, 16, 17, 40}) {
+      const std::vector<float> x = random_floats(static_cast<std::size_t>(m * k), static_cast<uint32_t>(m + 94));
+      const std::vector<uint16_t> xb = to_bf16(x);
+      const std::vector<float> residual = random_floats(static_cast<std::size_t>(m * n), 95);
+      std::vector<float> expected(residual.size()), expected_b(static_cast<std::size_t>(m * n_bf16));
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          const std::size_t at = static_cast<std::size_t>(i * n + j);
+          expected[at] = residual[at] + (bf16_dot(xb.data() + i * k, rounded.data() + j * k, k) + bias[static_cast<std::size_t>(j)]);
+        }
+        for (int64_t j = 0; j < n_bf16; ++j) {
+          expected_b[static_cast<std::size_t>(i * n_bf16 + j)] = bf16_dot(xb.data() + i * k, w_bf16.data() + j * k, k);
+        }
+      }
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        std::vector<float> y = residual, y_b(expected_b.size());
+        const LinearJob jobs[] = {{.weight = q, .bias = bias.data(), .y = y.data(), .y_stride = n, .accumulate = true},
+                                  {.weight = b, .y = y_b.data(), .y_stride = n_bf16}};
+        linear(bf16_context(pool), x.data(), k, m, k, jobs);
+        INFO("dtype " << to_string(dtype) << " m " << m << " threads " << threads);
+        CHECK(same_bits(y, expected));
+        CHECK(same_bits(y_b, expected_b));
+      }
     }
   }
 }
