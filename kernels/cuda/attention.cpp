@@ -90,9 +90,11 @@ Status run(const CudaContext& ctx, const DeviceKvLayer& layer, const DeviceBatch
 // alternating local and global layers, at the cost of the empty split CTAs above on local layers.
 Result<AttentionPlan> plan_attention(std::span<const int32_t> positions, std::span<const int32_t> seq_indices,
                                      int64_t num_q_heads, int64_t num_kv_heads, int64_t block_size,
-                                     const AttentionParams& params, int num_sms, int64_t keys_per_split) {
+                                     const AttentionParams& params, int num_sms, int64_t keys_per_split,
+                                     int64_t capacity_keys) {
   if (positions.size() != seq_indices.size() || num_kv_heads <= 0 || num_q_heads % num_kv_heads != 0 ||
-      num_q_heads / num_kv_heads > kMaxRowsPerTile || block_size <= 0 || keys_per_split < 0 || params.window < 0) {
+      num_q_heads / num_kv_heads > kMaxRowsPerTile || block_size <= 0 || keys_per_split < 0 || params.window < 0 ||
+      capacity_keys < 0) {
     return make_error(ErrorCode::invalid_argument, "plan_attention: bad arguments");
   }
   const int64_t group = num_q_heads / num_kv_heads;
@@ -121,7 +123,11 @@ Result<AttentionPlan> plan_attention(std::span<const int32_t> positions, std::sp
     plan.tiles.push_back(tile);
   }
   if (plan.tiles.empty()) return plan;
-  const int64_t max_keys = max_span;
+  if (capacity_keys > 0 && max_span > capacity_keys) {
+    return make_error(ErrorCode::invalid_argument, "plan_attention: a tile spans {} keys, past the capacity of {}",
+                      max_span, capacity_keys);
+  }
+  const int64_t max_keys = capacity_keys > 0 ? capacity_keys : max_span;
 
   // Splits: enough CTAs for two waves over the SMs, no split under kMinKeysPerSplit keys.
   int64_t split_keys = keys_per_split;
@@ -142,6 +148,11 @@ Result<AttentionPlan> plan_attention(std::span<const int32_t> positions, std::sp
       plan.partial_rows += static_cast<int64_t>(tile.num_tokens) * num_q_heads * tile.num_splits;
     }
   }
+  plan.partial_capacity = plan.partial_rows;
+  if (capacity_keys > 0) {
+    plan.max_splits = static_cast<int32_t>(ceil_div(capacity_keys, split_keys));
+    plan.partial_capacity = plan.num_tokens * num_q_heads * plan.max_splits;
+  }
   return plan;
 }
 
@@ -149,8 +160,8 @@ Status AttentionWorkspace::prepare(const AttentionPlan& plan, int64_t num_q_head
                                    cudaStream_t stream) {
   (void)num_q_heads;  // partial_rows already counts the heads
   LLAISYS_RETURN_IF_ERROR(tiles_.reserve(plan.tiles.size()));
-  LLAISYS_RETURN_IF_ERROR(partial_acc_.reserve(static_cast<std::size_t>(plan.partial_rows * head_dim)));
-  LLAISYS_RETURN_IF_ERROR(partial_ml_.reserve(static_cast<std::size_t>(plan.partial_rows * 2)));
+  LLAISYS_RETURN_IF_ERROR(partial_acc_.reserve(static_cast<std::size_t>(plan.partial_capacity * head_dim)));
+  LLAISYS_RETURN_IF_ERROR(partial_ml_.reserve(static_cast<std::size_t>(plan.partial_capacity * 2)));
   if (plan.tiles.empty()) return {};
   return tiles_.upload(plan.tiles.data(), plan.tiles.size(), stream);
 }

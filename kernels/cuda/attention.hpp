@@ -49,6 +49,9 @@ struct AttentionPlan {
   int32_t keys_per_split = 0;
   int32_t max_splits = 1;
   int64_t partial_rows = 0;  // rows of head_dim floats the split tiles need
+  // What the workspace reserves: partial_rows, or for a plan with a key capacity the most that any
+  // batch of its shape can need, so that the workspace never moves between such passes.
+  int64_t partial_capacity = 0;
   int64_t num_tokens = 0;
   int32_t window = 0;        // the window the plan's splits were cut for (paged_attention checks it)
 };
@@ -57,9 +60,15 @@ struct AttentionPlan {
 // used here: splits start at each tile's window start). num_sms: the GPU's multiprocessor count
 // (what decode splits aim to fill); keys_per_split > 0 forces the split size (rounded up to
 // block_size).
+// capacity_keys > 0 (a captured decode pass, CUDA graphs): the launch shape depends on the batch's
+// size and this capacity only, not on its positions: splits are sized for capacity_keys keys,
+// max_splits is ceil(capacity_keys / keys_per_split) whatever the tiles need (the kernel's extra
+// split CTAs return at once), and partial_capacity covers every tile at max_splits. Every tile must
+// then have at most capacity_keys keys (invalid_argument otherwise).
 Result<AttentionPlan> plan_attention(std::span<const int32_t> positions, std::span<const int32_t> seq_indices,
                                      int64_t num_q_heads, int64_t num_kv_heads, int64_t block_size,
-                                     const AttentionParams& params, int num_sms, int64_t keys_per_split = 0);
+                                     const AttentionParams& params, int num_sms, int64_t keys_per_split = 0,
+                                     int64_t capacity_keys = 0);
 // No window (full causal attention).
 inline Result<AttentionPlan> plan_attention(std::span<const int32_t> positions, std::span<const int32_t> seq_indices,
                                             int64_t num_q_heads, int64_t num_kv_heads, int64_t block_size,

@@ -3,6 +3,8 @@
 // cuBLASLt handle per model, the pinned staging buffer and device arrays of the pass, the attention
 // plan and workspace (kernels/cuda).
 
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "cuda/attention.hpp"
@@ -26,6 +28,15 @@ class CudaRope final : public Rope {
   mutable int32_t filled = 0;
 };
 
+// The launch shape of a decode pass that CUDA graphs record: its sequences (one token each) and the
+// block-table width every sequence is padded to (a power of two), which fixes the attention plan's
+// key capacity. Zero tokens: the pass is not recorded.
+struct GraphShape {
+  int64_t num_tokens = 0;
+  int64_t table_blocks = 0;
+  bool operator==(const GraphShape&) const = default;
+};
+
 class CudaPass final : public Pass {
  public:
   // The batch's integer arrays on the device: ids, positions, seq indices, output indices, then the
@@ -35,6 +46,7 @@ class CudaPass final : public Pass {
   cuda::DeviceBatch device_batch;
   cuda::AttentionPlan plan;
   cuda::AttentionWorkspace workspace;
+  GraphShape graph;
 
   void set(const ForwardBatch& batch, const PassShape& shape) {
     batch_ = batch;
@@ -42,9 +54,11 @@ class CudaPass final : public Pass {
   }
 };
 
+enum class GraphMode { off, on, plans };
+
 class CudaDevice final : public DeviceContext {
  public:
-  static Result<std::unique_ptr<CudaDevice>> open(int device);
+  static Result<std::unique_ptr<CudaDevice>> open(int device, GraphMode graphs = GraphMode::off);
   ~CudaDevice() override;
 
   const cuda::CudaContext& kernels() const { return ctx_; }
@@ -64,9 +78,24 @@ class CudaDevice final : public DeviceContext {
   // Grows `rope`'s tables to cover positions [0, needed) (at most its max_positions).
   Status ensure_rope_positions(const CudaRope& rope, int32_t needed);
   Result<const Pass*> begin_pass(const ForwardBatch& batch, const PassShape& shape) override;
+  // GraphMode::on and a pass with a GraphShape: replays the recording made for this shape, key and
+  // device buffers, recording it first (the capture runs nothing: the recording is then launched).
+  // Any failure to record turns graphs off for this context (logged) and runs the forward as is.
+  Status run_forward(const ForwardKey& key, const std::function<Status()>& forward) override;
+
+  struct GraphStats {
+    int64_t recorded = 0;
+    int64_t replayed = 0;
+  };
+  GraphStats graph_stats() const { return stats_; }
 
  private:
   CudaDevice() = default;
+
+  // A recorded decode forward and everything its kernels' arguments baked in.
+  struct Recording;
+  Status record(const ForwardKey& key, const std::function<Status()>& forward);
+  std::vector<const void*> baked_pointers() const;
 
   int device_ = 0;
   int num_sms_ = 1;
@@ -77,6 +106,9 @@ class CudaDevice final : public DeviceContext {
   cuda::PinnedBuffer<int32_t> staging_;
   cuda::DeviceBuffer<int32_t> batch_ints_;
   CudaPass pass_;
+  GraphMode graphs_ = GraphMode::off;
+  std::vector<std::unique_ptr<Recording>> recordings_;
+  GraphStats stats_;
 };
 
 inline CudaDevice& as_cuda(DeviceContext& ctx) { return static_cast<CudaDevice&>(ctx); }

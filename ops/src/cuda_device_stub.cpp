@@ -5,11 +5,11 @@
 
 namespace llaisys::ops {
 
-Result<std::unique_ptr<DeviceContext>> make_cuda_context(int device) {
+Result<std::unique_ptr<DeviceContext>> make_cuda_context(const CudaOptions& options) {
   return make_error(ErrorCode::unsupported,
                     "device cuda:{} requested, but this build of llaisys has no CUDA backend (configure where nvcc is "
                     "found, without -DLLAISYS_ENABLE_CUDA=OFF; see docs/CUDA.md)",
-                    device);
+                    options.device);
 }
 
 }  // namespace llaisys::ops

@@ -73,7 +73,7 @@ Result<std::unique_ptr<Decoder>> Decoder::open(const ModelCreateParams& params, 
                                                          .isa = options.isa,
                                                          .matmul = options.matmul}));
   } else {
-    auto cuda = ops::make_cuda_context(options.device.index);
+    auto cuda = ops::make_cuda_context({.device = options.device.index, .graphs = options.cuda_graphs});
     if (!cuda.ok()) return std::move(cuda).take_status().with_context(spec.architecture);
     ctx = std::move(cuda).value();
   }
@@ -250,23 +250,33 @@ Status Decoder::run_step(const ForwardBatch& batch, std::span<const SampleRow> s
                              .window = spec_.kv_window()};
   LLAISYS_ASSIGN_OR_RETURN(const ops::Pass* pass, ctx.begin_pass(batch, shape));
 
-  LLAISYS_RETURN_IF_ERROR(ops::embedding(ctx, *pass, weights_.embed, a.x));
-  if (spec_.embedding_scale != 1.0f) LLAISYS_RETURN_IF_ERROR(ops::scale(ctx, a.x, spec_.embedding_scale));
-  for (int32_t layer = 0; layer < spec_.num_layers; ++layer) LLAISYS_RETURN_IF_ERROR(run_layer(layer, *pass, a));
+  // The forward, from the token ids to the output rows: only ops that enqueue work, so that a device
+  // may record it once per shape and replay it (CUDA graphs; DeviceContext::run_forward).
+  const TensorView result = direct ? rows_view(out.rows.data(), DType::f32, o, width, width, device) : a.out;
+  const auto forward = [&]() -> Status {
+    LLAISYS_RETURN_IF_ERROR(ops::embedding(ctx, *pass, weights_.embed, a.x));
+    if (spec_.embedding_scale != 1.0f) LLAISYS_RETURN_IF_ERROR(ops::scale(ctx, a.x, spec_.embedding_scale));
+    for (int32_t layer = 0; layer < spec_.num_layers; ++layer) LLAISYS_RETURN_IF_ERROR(run_layer(layer, *pass, a));
+    if (o == 0) return Status();
+    LLAISYS_RETURN_IF_ERROR(ops::gather_rows(ctx, *pass, a.x, a.out_rows));
+    if (batch.output_kind == OutputKind::hidden) {
+      return ops::rms_norm(ctx, a.out_rows, weights_.final_norm, spec_.norm_eps, result);
+    }
+    LLAISYS_RETURN_IF_ERROR(ops::rms_norm(ctx, a.out_rows, weights_.final_norm, spec_.norm_eps, a.out_h));
+    LLAISYS_RETURN_IF_ERROR(ops::linear(ctx, a.out_h, weights_.lm_head, result));
+    if (spec_.final_softcap > 0) return ops::softcap(ctx, result, spec_.final_softcap);
+    return Status();
+  };
+  const ops::ForwardKey key{.activations = workspace_.data(),
+                            .kv_cache = kv_.layer(0).k,
+                            .num_outputs = o,
+                            .output_width = width,
+                            .output_kind = static_cast<int>(batch.output_kind)};
+  LLAISYS_RETURN_IF_ERROR(ctx.run_forward(key, forward));
   if (o == 0) {
     LLAISYS_RETURN_IF_ERROR(ctx.synchronize());
     if (out.timings != nullptr) *out.timings = StepTimings{.forward_ns = nanoseconds(Clock::now() - start)};
     return Status();
-  }
-
-  const TensorView result = direct ? rows_view(out.rows.data(), DType::f32, o, width, width, device) : a.out;
-  LLAISYS_RETURN_IF_ERROR(ops::gather_rows(ctx, *pass, a.x, a.out_rows));
-  if (batch.output_kind == OutputKind::hidden) {
-    LLAISYS_RETURN_IF_ERROR(ops::rms_norm(ctx, a.out_rows, weights_.final_norm, spec_.norm_eps, result));
-  } else {
-    LLAISYS_RETURN_IF_ERROR(ops::rms_norm(ctx, a.out_rows, weights_.final_norm, spec_.norm_eps, a.out_h));
-    LLAISYS_RETURN_IF_ERROR(ops::linear(ctx, a.out_h, weights_.lm_head, result));
-    if (spec_.final_softcap > 0) LLAISYS_RETURN_IF_ERROR(ops::softcap(ctx, result, spec_.final_softcap));
   }
   if (!sample) {
     if (!direct) LLAISYS_RETURN_IF_ERROR(ctx.copy_to_host(out.rows.data(), result.data(), out.rows.size_bytes()));

@@ -7,10 +7,13 @@
 //   "isa":      "auto" | "avx512" | "avx2" | "scalar"   CPU only: forces an ISA path (all give the same
 //               bits; for testing and comparison)
 //   "matmul":   "auto" (default) | "bf16" | "f32"        CPU only: activations rounded to bf16 for the
-//               products with bf16 weights (AVX512-BF16: about 2x the arithmetic rate of prefill and
-//               batched decode; "auto" uses it where the CPU can, "bf16" insists), or f32 activations
-//               and exact products (bit-identical on every CPU; what the parity tests name).
-//               Quantized and f16/f32 weights always take the exact path
+//               products with bf16 and quantized weights (AVX512-BF16 vdpbf16ps, quantized weights
+//               dequantized and rounded to bf16; "auto" uses it on AMD CPUs, where it measured faster,
+//               "bf16" insists), or f32 activations and exact products (bit-identical on every CPU;
+//               what the parity tests name). f16/f32 weights always take the exact path
+//   "cuda_graphs": "off" (default) | "on" | "plans"   CUDA only: decode passes of up to 64 sequences
+//               recorded as CUDA graphs and replayed ("plans": the same launch shapes, unrecorded;
+//               what tests compare "on" with). Not yet verified on a GPU: docs/CUDA.md
 //   "kv_dtype": "f32" | "bf16"   the KV cache (default: f32 on the CPU, bf16 on CUDA); bf16 halves its
 //               memory and the bytes attention reads; batch invariance holds within the setting
 //   "weights":  "auto" (default) | "mmap" | "memory"   how the safetensors files come into memory
@@ -35,6 +38,7 @@ struct DecoderOptions {
   std::optional<DType> kv_dtype;
   WeightLoading weights = WeightLoading::automatic;
   std::optional<DType> weights_dtype;  // quantize on load
+  std::string cuda_graphs = "off";
 };
 
 Result<DecoderOptions> parse_decoder_options(const ModelCreateParams& params);

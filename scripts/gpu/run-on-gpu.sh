@@ -104,6 +104,9 @@ for phase in "${phases[@]}"; do
     tests) run_tests ;;
     bench)
       step bench_decode_0.5b 150 "$bin/llaisys-bench" cuda --scenario decode --shape qwen2-0.5b --cache-dir "$models"
+      # The same with decode passes recorded as CUDA graphs (test_cuda_graphs checks their bits).
+      step bench_decode_0.5b_graphs 150 "$bin/llaisys-bench" cuda --scenario decode --shape qwen2-0.5b \
+        --cache-dir "$models" --options '{"device": "cuda", "cuda_graphs": "on"}'
       step bench_tput_128x128 150 "$bin/llaisys-bench" cuda --scenario throughput --shape qwen2-0.5b \
         --cache-dir "$models" --sequences 256 --min-len 128 --max-len 128
       step hf_tput_128x128 150 python3 "$bundle/tools/hf_throughput.py" --model "$models/bench-qwen2-0.5b" \
@@ -112,6 +115,8 @@ for phase in "${phases[@]}"; do
       ;;
     big)
       step bench_decode_7b 300 "$bin/llaisys-bench" cuda --scenario decode --shape qwen2-7b --cache-dir "$models"
+      step bench_decode_7b_graphs 300 "$bin/llaisys-bench" cuda --scenario decode --shape qwen2-7b --cache-dir "$models" \
+        --options '{"device": "cuda", "cuda_graphs": "on"}'
       ;;
     profile)
       # Kernel time of decode passes (ncu, clocks left alone): skip the warm-up and prefill launches,

@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <vector>
 
 #include "cpu/attention.hpp"
 #include "cpu/paged_kv.hpp"
@@ -168,4 +170,39 @@ TEST_CASE("plan_attention tiles, splits and rejects bad input", "[cuda][attentio
         ErrorCode::invalid_argument);
   CHECK(cuda::plan_attention(std::vector<int32_t>{-1}, std::vector<int32_t>{0}, 8, 2, 16, 132).status().code() ==
         ErrorCode::invalid_argument);
+}
+
+TEST_CASE("plan_attention with a key capacity: the launch shape depends on the batch size only", "[cuda][attention][host]") {
+  // A captured decode pass (CUDA graphs) replays one launch shape for every batch of its size and
+  // key capacity: max_splits, keys_per_split and partial_capacity must not move with the positions,
+  // and every tile must still be covered by its own splits within max_splits.
+  const int64_t capacity = 512, q_heads = 8, kv_heads = 2, block = 16;
+  const std::vector<int32_t> seqs = {0, 1, 2};
+  std::optional<cuda::AttentionPlan> first;
+  for (const std::vector<int32_t>& positions : {std::vector<int32_t>{0, 5, 9}, std::vector<int32_t>{300, 17, 511},
+                                               std::vector<int32_t>{511, 511, 511}, std::vector<int32_t>{40, 41, 42}}) {
+    auto plan = cuda::plan_attention(positions, seqs, q_heads, kv_heads, block, cuda::AttentionParams{}, 132, 0, capacity);
+    REQUIRE(plan.ok());
+    REQUIRE(plan->tiles.size() == 3);
+    if (!first) first = *plan;
+    CHECK(plan->max_splits == first->max_splits);
+    CHECK(plan->keys_per_split == first->keys_per_split);
+    CHECK(plan->partial_capacity == first->partial_capacity);
+    CHECK(static_cast<int64_t>(plan->max_splits) * plan->keys_per_split >= capacity);
+    CHECK(plan->partial_capacity == 3 * q_heads * plan->max_splits);
+    int64_t rows = 0;
+    for (const auto& t : plan->tiles) {
+      CHECK(t.num_splits <= plan->max_splits);
+      CHECK(static_cast<int64_t>(t.num_splits) * plan->keys_per_split >= t.num_keys);
+      if (t.num_splits > 1) rows += static_cast<int64_t>(t.num_tokens) * q_heads * t.num_splits;
+    }
+    CHECK(rows == plan->partial_rows);
+    CHECK(plan->partial_rows <= plan->partial_capacity);
+  }
+  CHECK(first->max_splits > 1);  // 3 tiles x 2 kv heads leave 132 SMs room for several splits
+  // A tile past the capacity is refused rather than given splits the launch shape lacks.
+  CHECK(cuda::plan_attention(std::vector<int32_t>{512}, std::vector<int32_t>{0}, q_heads, kv_heads, block,
+                             cuda::AttentionParams{}, 132, 0, capacity)
+            .status()
+            .code() == ErrorCode::invalid_argument);
 }

@@ -193,7 +193,7 @@ struct SamplerPair {
 
   SamplerPair(int32_t vocab, int32_t num_slots)
       : cpu_ctx(take(ops::make_cpu_context({.num_threads = 2}))),
-        gpu_ctx(take(ops::make_cuda_context(0))),
+        gpu_ctx(take(ops::make_cuda_context({.device = 0}))),
         cpu(take(ops::make_sampler(*cpu_ctx, vocab))),
         gpu(take(ops::make_sampler(*gpu_ctx, vocab))) {
     REQUIRE(cpu->init_slots(num_slots).ok());

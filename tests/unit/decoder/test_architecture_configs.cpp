@@ -168,7 +168,7 @@ TEST_CASE("architecture configs: a misspelt or ill-typed model option is refused
     const Status typo = open_error(a.config, R"({"kv_dtyp": "bf16"})");
     CHECK(typo.code() == ErrorCode::invalid_argument);
     CHECK_THAT(typo.message(), Catch::Contains("unknown model option \"kv_dtyp\"") &&
-                                   Catch::Contains("valid options: device, isa, kv_dtype, matmul, weights"));
+                                   Catch::Contains("valid options: cuda_graphs, device, isa, kv_dtype, matmul, weights"));
   }
   const json::object qwen3 = config_of("Qwen3ForCausalLM");
   CHECK_THAT(open_error(qwen3, R"({"kv_dtype": 16})").message(), Catch::Contains("option kv_dtype"));
@@ -177,6 +177,10 @@ TEST_CASE("architecture configs: a misspelt or ill-typed model option is refused
   CHECK_THAT(open_error(qwen3, R"({"device": "cuda", "isa": "avx2"})").message(),
              Catch::Contains("apply to the cpu device"));
   CHECK_THAT(open_error(qwen3, "[1]").message(), Catch::Contains("model options must be a JSON object"));
+  CHECK_THAT(open_error(qwen3, R"({"cuda_graphs": "on"})").message(),
+             Catch::Contains("option cuda_graphs applies to a cuda device, not cpu"));
+  CHECK_THAT(open_error(qwen3, R"({"device": "cuda", "cuda_graphs": "always"})").message(),
+             Catch::Contains("option cuda_graphs"));
   // A CUDA device where none can run fails clearly, never falls back to the CPU.
   const Status cuda = open_error(qwen3, R"({"device": "cuda:0"})");
   CHECK(cuda.code() == ErrorCode::unsupported);

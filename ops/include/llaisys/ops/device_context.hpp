@@ -4,7 +4,7 @@
 // handle, staging buffers and workspaces. The decoder (plugins/common/decoder.hpp) is written once
 // over the ops (llaisys/ops/*.hpp); only this object knows which device it runs on.
 //
-//   auto ctx = ops::make_cpu_context({.num_threads = 2});        // or ops::make_cuda_context(0)
+//   auto ctx = ops::make_cpu_context({.num_threads = 2});        // or ops::make_cuda_context({.device = 0})
 //   ops::Tensor w = ops::upload_matrix(*ctx, host_view, owner);  // weights: typed tensors on the device
 //   ops::linear(*ctx, x, weight, y);                             // each op dispatches on device and dtype
 //
@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,6 +35,17 @@ class Pass;
 class Rope;
 struct PassShape;
 struct RopeFrequencies;
+
+// The caller's side of a recorded forward (DeviceContext::run_forward): the buffers its ops read and
+// write, and the shape of its outputs. Equal keys (with equal passes) mean the same work.
+struct ForwardKey {
+  const void* activations = nullptr;  // the caller's activation workspace
+  const void* kv_cache = nullptr;     // the KV pool the pass reads and writes
+  int64_t num_outputs = 0;
+  int64_t output_width = 0;
+  int output_kind = 0;
+  bool operator==(const ForwardKey&) const = default;
+};
 
 // Memory owned on one device (host memory for the CPU), freed when the last copy is dropped.
 class Buffer {
@@ -96,6 +108,16 @@ class DeviceContext {
   // Uploads one pass's batch (llaisys/ops/pass.hpp). The Pass belongs to the context and stays valid
   // until the next begin_pass().
   virtual Result<const Pass*> begin_pass(const ForwardBatch& batch, const PassShape& shape) = 0;
+
+  // Runs the current pass's forward (the ops enqueued by `forward`, which must neither synchronise
+  // nor copy to the host). A device may record it once and replay the recording for later passes
+  // of the same shape (CUDA graphs for decode passes, cuda_device.hpp); `key` names the caller's
+  // buffers that the ops read and write, so that a recording is replayed only onto the same ones.
+  // Here: runs it.
+  virtual Status run_forward(const ForwardKey& key, const std::function<Status()>& forward) {
+    (void)key;
+    return forward();
+  }
 };
 
 // CPU options, as a model's options spell them (errors name the option and the valid values).
@@ -106,7 +128,15 @@ struct CpuOptions {
 };
 Result<std::unique_ptr<DeviceContext>> make_cpu_context(const CpuOptions& options);
 
-// unsupported when this build has no CUDA backend, no device is visible or `device` is out of range.
-Result<std::unique_ptr<DeviceContext>> make_cuda_context(int device);
+// CUDA options, as a model's options spell them. graphs: "off" (default), "on" (decode passes of up to
+// 64 sequences recorded as CUDA graphs and replayed), "plans" (the launch shapes "on" records, run
+// without recording: what the tests compare "on" with).
+struct CudaOptions {
+  int device = 0;
+  std::string_view graphs = "off";
+};
+// unsupported when this build has no CUDA backend, no device is visible or `device` is out of range;
+// invalid_argument for an unknown graphs value.
+Result<std::unique_ptr<DeviceContext>> make_cuda_context(const CudaOptions& options);
 
 }  // namespace llaisys::ops
