@@ -226,10 +226,12 @@ test('while 8 streams run, two 8 MB prompts: no stream gap beyond 2x its inter-t
     for (const a of answers) assert.equal(a.status, 400, `an 8 MB prompt is refused for the context: ${a.text.slice(0, 200)}`);
     assert.ok(windowEnd - windowStart > 300, `the prompts took only ${windowEnd - windowStart} ms: too little work to tell`);
     for (const s of streams) s.conn.destroy();
-    // The normal inter-token time: the median gap before the prompts; the largest gap while they ran.
+    // The normal inter-token time: the median gap before the prompts, at least the model's 50 ms step
+    // (on a loaded machine this process reads two steps' chunks at once often enough that the median
+    // gap is 0, seen in CI); the largest gap while they ran.
     const gaps = (s, from, to) => s.times.slice(1).map((t, k) => [s.times[k], t]).filter(([a]) => a >= from && a < to).map(([a, b]) => b - a);
     const before = streams.flatMap((s) => gaps(s, 0, windowStart)).sort((a, b) => a - b);
-    const normal = before[Math.floor(before.length / 2)];
+    const normal = Math.max(50, before[Math.floor(before.length / 2)]);
     const during = streams.flatMap((s) => gaps(s, windowStart, windowEnd));
     const worst = Math.max(...during);
     console.log(`prompts ${windowEnd - windowStart} ms; stream gaps: normal ${normal} ms, worst ${worst} ms over ${during.length}; ` +
