@@ -154,13 +154,6 @@ LLAISYS_TARGET_AVX512_BF16 void convert_rows(const float* x, int64_t x_stride, i
   }
 }
 
-LLAISYS_TARGET_AVX512_BF16 void convert_weights(const float* w, int64_t count, uint16_t* out) {
-  for (int64_t k = 0; k < count; k += kStep) {
-    const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(w + k + 16), _mm512_loadu_ps(w + k));
-    _mm512_storeu_si512(out + k, __builtin_bit_cast(__m512i, v));
-  }
-}
-
 void columns(const uint16_t* xb, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin, int64_t n_end) {
   if (M == 1) return gemv(xb, K, job, n_begin, n_end);
   const auto* weights = static_cast<const uint16_t*>(job.weight.data);

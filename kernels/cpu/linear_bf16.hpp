@@ -3,7 +3,7 @@
 // default on AMD CPUs that have it): the activations are rounded to bf16 (round to nearest even) and
 // multiplied with the bf16 weights by AVX512-BF16 `vdpbf16ps`, 32 multiply-adds per instruction
 // instead of 16, accumulating in f32. Quantized weights join the mode dequantized and rounded to
-// bf16 (convert_weights; linear_quant.hpp's bf16_columns).
+// bf16 (linear_quant.hpp's bf16_columns: convert_rows on a dequantized panel, or in registers).
 // It trades the exact f32 products of the canonical path for about twice the arithmetic rate, which
 // is what a compute-bound batch (prefill, many sequences decoding) is limited by.
 //
@@ -30,11 +30,6 @@ int64_t padded_k(int64_t K);
 // Rounds rows [row_begin, row_end) of x [M, K] (row stride x_stride) to bf16 into out [M, padded_k],
 // zero-filling each row's padding.
 void convert_rows(const float* x, int64_t x_stride, int64_t K, int64_t row_begin, int64_t row_end, uint16_t* out);
-
-// Rounds count f32 weights (a multiple of 32) to bf16 with vcvtne2ps2bf16 (round to nearest even),
-// 32 at a time: how the bf16 mode rounds dequantized quantized weights (linear_quant.hpp), in a
-// panel here and in registers there.
-void convert_weights(const float* w, int64_t count, uint16_t* out);
 
 // Output columns [n_begin, n_end) of one bf16-weight job for all M rows of the converted panel xb.
 void columns(const uint16_t* xb, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin, int64_t n_end);

@@ -74,7 +74,8 @@ struct CollectSink {
 };
 
 // The bf16 mode (linear_bf16.hpp's canonical order): vectors 2 j and 2 j + 1 of a step (32
-// consecutive elements) are rounded to bf16 together, as bf16dot::convert_weights rounds a panel,
+// consecutive elements) are rounded to bf16 together (round to nearest even, as the panel path's
+// bf16dot::convert_rows),
 // and make one vdpbf16ps step with the same 32 elements of each bf16 row of x. (The decoder is
 // compiled without AVX512-BF16, which it must run without, so the sink cannot multiply itself:
 // GCC inlines an always_inline function only into one whose target options include its own.)
@@ -310,8 +311,8 @@ void panel_columns(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t
   }
 }
 
-// The bf16 mode's panel: dequantized as above, rounded to bf16 (bf16dot::convert_weights, the
-// register path's rounding), then the bf16 tiles.
+// The bf16 mode's panel: dequantized as above, rounded to bf16 as the activations are
+// (bf16dot::convert_rows: round to nearest even, the register path's rounding), then the bf16 tiles.
 void panel_columns_bf16(const uint16_t* xb, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin,
                         int64_t n_end) {
   thread_local std::vector<float> panel;
@@ -322,7 +323,7 @@ void panel_columns_bf16(const uint16_t* xb, int64_t M, int64_t K, const LinearJo
   for (int64_t n0 = n_begin; n0 < n_end; n0 += rows) {
     const int64_t count = std::min(rows, n_end - n0);
     dequantize(Isa::avx512, job.weight.dtype, row_of(job.weight, n0), count * K, panel.data());
-    bf16dot::convert_weights(panel.data(), count * K, rounded.data());
+    bf16dot::convert_rows(panel.data(), K, K, 0, count, rounded.data());  // padded_k(K) == K: whole blocks
     const LinearJob part{.weight = {.data = rounded.data(), .dtype = DType::bf16, .rows = count, .cols = K},
                          .bias = job.bias == nullptr ? nullptr : job.bias + n0,
                          .y = job.y + n0,
@@ -339,10 +340,6 @@ int64_t register_rows_limit(Isa isa, DType dtype) {
   if (isa != Isa::avx512) return kRegisterRows;
   return dtype == DType::q5_k || dtype == DType::q6_k ? 2 * kRegisterRows : 4 * kRegisterRows;
 }
-
-}  // namespace
-
-namespace {
 
 void register_columns(const Input& in, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin, int64_t n_end) {
   switch (job.weight.dtype) {

@@ -14,7 +14,7 @@
 //    run at about 0.8x the speed of the bf16 ones: twice the weight bytes per product from L2).
 // The bf16 dot-product mode (MatmulPrecision::bf16, linear_bf16.hpp) has its own contract,
 // bf16_columns: bit-identical to bf16dot::columns on the weights that dequantize() and then
-// bf16dot::convert_weights make (same bf16 x), for every M and thread count; the same two ways, the
+// a round to nearest even to bf16 make (same bf16 x), for every M and thread count; the same two ways, the
 // register path rounding each pair of decoded vectors to bf16 in registers and multiplying with
 // vdpbf16ps, the panel path rounding a dequantized panel and running the bf16 tiles on it.
 // Internal to kernels/cpu.
