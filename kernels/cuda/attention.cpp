@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "cuda_status.hpp"
 #include "launch.hpp"
@@ -26,6 +27,11 @@ Status run(const CudaContext& ctx, const DeviceKvLayer& layer, const DeviceBatch
       num_q_heads / layer.num_kv_heads > kMaxRowsPerTile || layer.block_size <= 0 || q_stride < num_q_heads * d ||
       out_stride < num_q_heads * d || (layer.dtype != DType::f32 && layer.dtype != DType::bf16)) {
     return make_error(ErrorCode::invalid_argument, "paged_attention: bad shape or KV dtype");
+  }
+  // The kernel stages K/V in 16-byte loads (attention.cu): every block row starts on a 16-byte
+  // boundary when the layer's base does (head_dim is a multiple of 32).
+  if (reinterpret_cast<std::uintptr_t>(layer.k) % 16 != 0 || reinterpret_cast<std::uintptr_t>(layer.v) % 16 != 0) {
+    return make_error(ErrorCode::invalid_argument, "paged_attention: the KV cache is not 16-byte aligned");
   }
   if (!std::isfinite(params.scale) || !(params.softcap >= 0.0f) || !std::isfinite(params.softcap) ||
       params.window < 0) {

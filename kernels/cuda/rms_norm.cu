@@ -26,12 +26,15 @@ __global__ void add_rms_norm_kernel(float* residual, int64_t residual_stride, co
   const int64_t r = blockIdx.x;
   float* x = residual + r * residual_stride;
   const float* __restrict__ d = delta != nullptr ? delta + r * delta_stride : nullptr;
-  float cached[kCachedPerThread];
+  // The weights are loaded with the row, before the reduction: their latency hides behind it
+  // instead of following it.
+  float cached[kCachedPerThread], gamma[kCachedPerThread];
   float partial = 0.0f;
 #pragma unroll
   for (int j = 0; j < kCachedPerThread; ++j) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
     if (i < width) {
+      gamma[j] = __ldg(weight + i);
       float v = x[i];
       if (d != nullptr) {
         v = __fadd_rn(v, d[i]);
@@ -57,7 +60,7 @@ __global__ void add_rms_norm_kernel(float* residual, int64_t residual_stride, co
 #pragma unroll
   for (int j = 0; j < kCachedPerThread; ++j) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
-    if (i < width) y[i] = detail::from_f32<OutT>(__fmul_rn(__fmul_rn(cached[j], inv_rms), weight[i]));
+    if (i < width) y[i] = detail::from_f32<OutT>(__fmul_rn(__fmul_rn(cached[j], inv_rms), gamma[j]));
   }
   for (int64_t i = threadIdx.x + static_cast<int64_t>(kCachedPerThread) * kThreads; i < width; i += kThreads) {
     y[i] = detail::from_f32<OutT>(__fmul_rn(__fmul_rn(x[i], inv_rms), weight[i]));
