@@ -73,7 +73,9 @@ Result<std::unique_ptr<Decoder>> Decoder::open(const ModelCreateParams& params, 
                                                          .isa = options.isa,
                                                          .matmul = options.matmul}));
   } else {
-    auto cuda = ops::make_cuda_context({.device = options.device.index, .graphs = options.cuda_graphs});
+    ops::CudaOptions cuda_options{.device = options.device.index};
+    if (options.cuda_graphs) cuda_options.graphs = *options.cuda_graphs;  // else the ops' default ("on")
+    auto cuda = ops::make_cuda_context(cuda_options);
     if (!cuda.ok()) return std::move(cuda).take_status().with_context(spec.architecture);
     ctx = std::move(cuda).value();
   }

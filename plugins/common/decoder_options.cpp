@@ -50,7 +50,10 @@ Result<DecoderOptions> parse_decoder_options(const ModelCreateParams& params) {
        }},
       {"weights", [&](const json::value& v) { return read_option_choice(v, "weights", {"auto", "mmap", "memory"}, weights); }},
       {"cuda_graphs",
-       [&](const json::value& v) { return read_option_choice(v, "cuda_graphs", {"off", "on", "plans"}, options.cuda_graphs); }},
+       [&](const json::value& v) {
+         options.cuda_graphs.emplace();
+         return read_option_choice(v, "cuda_graphs", {"off", "on", "plans"}, *options.cuda_graphs);
+       }},
       {"weights_dtype",
        [&](const json::value& v) -> Status {
          cpu_only_option = true;
@@ -66,7 +69,7 @@ Result<DecoderOptions> parse_decoder_options(const ModelCreateParams& params) {
     return make_error(ErrorCode::invalid_argument, "options isa, matmul and weights_dtype apply to the cpu device, not {}",
                       options.device.to_string());
   }
-  if (options.cuda_graphs != "off" && options.device.is_cpu()) {
+  if (options.cuda_graphs && *options.cuda_graphs != "off" && options.device.is_cpu()) {
     return Status(ErrorCode::invalid_argument, "option cuda_graphs applies to a cuda device, not cpu");
   }
   return options;

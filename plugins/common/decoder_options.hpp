@@ -11,9 +11,9 @@
 //               dequantized and rounded to bf16; "auto" uses it on AMD CPUs, where it measured faster,
 //               "bf16" insists), or f32 activations and exact products (bit-identical on every CPU;
 //               what the parity tests name). f16/f32 weights always take the exact path
-//   "cuda_graphs": "off" (default) | "on" | "plans"   CUDA only: decode passes of up to 64 sequences
+//   "cuda_graphs": "on" (default) | "off" | "plans"   CUDA only: decode passes of up to 64 sequences
 //               recorded as CUDA graphs and replayed ("plans": the same launch shapes, unrecorded;
-//               what tests compare "on" with). Not yet verified on a GPU: docs/CUDA.md
+//               what tests compare "on" with; "off": launched one by one). docs/CUDA.md
 //   "kv_dtype": "f32" | "bf16"   the KV cache (default: f32 on the CPU, bf16 on CUDA); bf16 halves its
 //               memory and the bytes attention reads; batch invariance holds within the setting
 //   "weights":  "auto" (default) | "mmap" | "memory"   how the safetensors files come into memory
@@ -38,7 +38,7 @@ struct DecoderOptions {
   std::optional<DType> kv_dtype;
   WeightLoading weights = WeightLoading::automatic;
   std::optional<DType> weights_dtype;  // quantize on load
-  std::string cuda_graphs = "off";
+  std::optional<std::string> cuda_graphs;  // unset: "on" (a cuda device)
 };
 
 Result<DecoderOptions> parse_decoder_options(const ModelCreateParams& params);

@@ -5,6 +5,7 @@
 // a prefill pass is never recorded. The forward is a decoder layer in small: embedding, RMSNorm, the
 // qkv GEMM, RoPE with the KV write, paged attention (split over keys), the output GEMM.
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -67,9 +68,14 @@ struct Rig {
                                                .dtype = DType::bf16},
                                         {.num_blocks = 256, .block_size = static_cast<int32_t>(kBlock)}))
              .value();
-    // x f32, h bf16, qkv f32, attn bf16, y f32: 64 rows of each at most.
-    work = std::move(ctx->allocate(64 * (kHidden * 4 + kHidden * 2 + kQkv * 4 + kQHeads * kHeadDim * 2 + kHidden * 4)))
-               .value();
+    // x f32, h bf16, qkv f32, attn bf16, y f32: 64 rows of each at most. Filled with NaN (all bits
+    // set, in f32 and bf16 alike): a row that some kernel of a pass (recorded or not) failed to write
+    // before the next one read it makes the outputs NaN, which step() refuses, so "on" and "plans"
+    // agreeing cannot come from both reading the same stale bytes.
+    const std::size_t bytes = 64 * (kHidden * 4 + kHidden * 2 + kQkv * 4 + kQHeads * kHeadDim * 2 + kHidden * 4);
+    work = std::move(ctx->allocate(bytes)).value();
+    const std::vector<unsigned char> poison(bytes, 0xFF);
+    REQUIRE(ctx->copy_from_host(work.data(), poison.data(), bytes).ok());
   }
 
   // Runs one pass and returns y [t, hidden] (f32) of the tokens asked for as outputs (all of them).
@@ -107,6 +113,7 @@ struct Rig {
     REQUIRE(ctx->run_forward(key, forward).ok());
     std::vector<float> result(static_cast<std::size_t>(t * kHidden));
     REQUIRE(ctx->copy_to_host(result.data(), y, result.size() * sizeof(float)).ok());
+    REQUIRE(std::all_of(result.begin(), result.end(), [](float v) { return std::isfinite(v); }));
     return result;
   }
 

@@ -128,12 +128,12 @@ struct CpuOptions {
 };
 Result<std::unique_ptr<DeviceContext>> make_cpu_context(const CpuOptions& options);
 
-// CUDA options, as a model's options spell them. graphs: "off" (default), "on" (decode passes of up to
+// CUDA options, as a model's options spell them. graphs: "on" (default: decode passes of up to
 // 64 sequences recorded as CUDA graphs and replayed), "plans" (the launch shapes "on" records, run
-// without recording: what the tests compare "on" with).
+// without recording: what the tests compare "on" with), "off" (launched one by one).
 struct CudaOptions {
   int device = 0;
-  std::string_view graphs = "off";
+  std::string_view graphs = "on";
 };
 // unsupported when this build has no CUDA backend, no device is visible or `device` is out of range;
 // invalid_argument for an unknown graphs value.
