@@ -68,7 +68,7 @@ strip --strip-unneeded "$out"/bin/* "$out"/lib/*.so* "$out"/lib/llaisys/plugins/
 
 cp "$root/scripts/gpu/run-on-gpu.sh" "$out/"
 cp "$root/apps/bench/hf_throughput.py" "$out/tools/hf_throughput_workload.py"
-cp "$root/scripts/gpu/ncu_summary.py" "$out/tools/"
+cp "$root/scripts/gpu/ncu_summary.py" "$root/scripts/gpu/server_smoke.py" "$out/tools/"
 for f in hf_reference.py hf_throughput.py; do
   [[ -f "$root/../shared/tools/$f" ]] && cp "$root/../shared/tools/$f" "$out/tools/"
 done

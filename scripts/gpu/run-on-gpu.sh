@@ -5,11 +5,12 @@
 #   run-on-gpu.sh [--repo DIR] [--logs DIR] [--budget SECONDS] [PHASE...]
 #
 # PHASE: tests (kernel, decoder-op and tiny-model tests), bench (llaisys-bench cuda and the
-# transformers baselines), sanitize (compute-sanitizer's four tools on the kernel and decoder-op
+# transformers baselines), server (llaisys-server --device cuda under tools/server_smoke.py), sanitize (compute-sanitizer's four tools on the kernel and decoder-op
 # tests, in parallel), checks (tests and sanitize at once), big (the qwen2-7b shape: ~15 GB
 # generated), profile (ncu: kernel time per decode pass), hfref (transformers' bf16 logits of the
 # qwen2-0.5b shape for the reference cases).
-# Default: bench checks (benchmarks first, while nothing else uses the GPU).
+# Default: bench checks (benchmarks first, while nothing else uses the GPU). SKIP_HF=1 leaves out
+# transformers' throughput run (40 s on an H100) when a session has measured it already.
 # --repo: the checkout (tests/data); default: the bundle's parent. --logs: default $OUT/gpu-logs
 # when $OUT is set, else ./gpu-logs. The last lines printed are a summary table; the logs are also
 # packed into LOGS.tar.gz.
@@ -103,20 +104,20 @@ for phase in "${phases[@]}"; do
   case "$phase" in
     tests) run_tests ;;
     bench)
+      # Decode passes are replayed from CUDA graphs by default; *_nographs launches them one by one.
       step bench_decode_0.5b 150 "$bin/llaisys-bench" cuda --scenario decode --shape qwen2-0.5b --cache-dir "$models"
-      # The same with decode passes recorded as CUDA graphs (test_cuda_graphs checks their bits).
-      step bench_decode_0.5b_graphs 150 "$bin/llaisys-bench" cuda --scenario decode --shape qwen2-0.5b \
-        --cache-dir "$models" --options '{"device": "cuda", "cuda_graphs": "on"}'
+      step bench_decode_0.5b_nographs 150 "$bin/llaisys-bench" cuda --scenario decode --shape qwen2-0.5b \
+        --cache-dir "$models" --options '{"device": "cuda", "cuda_graphs": "off"}'
       step bench_tput_128x128 150 "$bin/llaisys-bench" cuda --scenario throughput --shape qwen2-0.5b \
         --cache-dir "$models" --sequences 256 --min-len 128 --max-len 128
-      step hf_tput_128x128 150 python3 "$bundle/tools/hf_throughput.py" --model "$models/bench-qwen2-0.5b" \
+      [[ -n ${SKIP_HF:-} ]] || step hf_tput_128x128 150 python3 "$bundle/tools/hf_throughput.py" --model "$models/bench-qwen2-0.5b" \
         --batch 256 --input-len 128 --output-len 128
       step bench_tput_nano 180 "$bin/llaisys-bench" cuda --scenario throughput --shape qwen2-0.5b --cache-dir "$models"
       ;;
     big)
       step bench_decode_7b 300 "$bin/llaisys-bench" cuda --scenario decode --shape qwen2-7b --cache-dir "$models"
-      step bench_decode_7b_graphs 300 "$bin/llaisys-bench" cuda --scenario decode --shape qwen2-7b --cache-dir "$models" \
-        --options '{"device": "cuda", "cuda_graphs": "on"}'
+      step bench_decode_7b_nographs 300 "$bin/llaisys-bench" cuda --scenario decode --shape qwen2-7b --cache-dir "$models" \
+        --options '{"device": "cuda", "cuda_graphs": "off"}'
       ;;
     profile)
       # Kernel time of decode passes (ncu, clocks left alone): skip the warm-up and prefill launches,
@@ -127,7 +128,7 @@ for phase in "${phases[@]}"; do
         step "ncu_decode_$shape" 240 "${profiler:-ncu}" --clock-control none --launch-skip 2400 \
           --launch-count 600 --metrics gpu__time_duration.sum --csv --page raw \
           "$bin/llaisys-bench" cuda --scenario decode --shape "$shape" --cache-dir "$models" --decode-tokens 16 \
-          --copy-mib 64
+          --copy-mib 64 --options '{"device": "cuda", "cuda_graphs": "off"}'
         python3 "$bundle/tools/ncu_summary.py" "$logs/ncu_decode_$shape.log" \
           > "$logs/ncu_summary_$shape.log" 2>&1
       done
@@ -146,6 +147,18 @@ for phase in "${phases[@]}"; do
           LLAISYS_HF_REFERENCE_BF16="$logs/hfref-$shape-bfloat16.json" "$bin/test_cuda_qwen2" "[hf]" --durations yes
       done
       ;;
+    server)
+      # llaisys-server on the GPU under concurrent, streamed, dropped and malformed requests
+      # (tools/server_smoke.py; node, which the e2e suites need, is not on these machines).
+      dir="$models/tiny-qwen2"
+      [[ -f $dir/config.json ]] || "$bin/llaisys-mkmodel" --tokenizer-dir "$repo/tests/data/qwen2-tokenizer" "$dir" > /dev/null
+      "$bin/llaisys-server" --port 18181 --device cuda --model "tiny=$dir" > "$logs/server.log" 2>&1 &
+      server_pid=$!
+      step server_smoke 150 python3 "$bundle/tools/server_smoke.py" --url http://127.0.0.1:18181 --model tiny
+      kill -TERM "$server_pid" 2>/dev/null
+      wait "$server_pid"
+      echo "server exit status after SIGTERM: $?" >> "$logs/server.log"
+      ;;
     sanitize) run_sanitizers ;;
     checks)  # the tests in the foreground while the sanitizers run beside them (not with bench)
       run_sanitizers & san=$!
@@ -163,7 +176,9 @@ for f in "$logs"/bench_*.log "$logs"/hf_*.log "$logs"/ncu_summary_*.log; do
 done
 for f in "$logs"/*.log; do
   case $(basename "$f") in environment.log|bench_*|hf_*|ncu_*) continue ;; esac
-  echo "== $(basename "$f")"; grep -E "test cases|assertions|ERROR SUMMARY|FAILED|error|Error" "$f" | head -6
+  echo "== $(basename "$f")"; grep -E "test cases|assertions|ERROR SUMMARY|FAILED|error|Error|PASSED" "$f" | head -6
+  # Where a sanitizer's reports come from: kernel (offset dropped) and count.
+  grep -E "^=========     at " "$f" | sed -E 's/^=========     at //; s/\+0x[0-9a-f]+$//' | cut -c1-110 | sort | uniq -c | sort -rn | head -5
 done
 printf '%-28s %6s %7s\n' step rc seconds
 cat "$summary"
