@@ -20,6 +20,7 @@
 
 #include "commands.hpp"
 #include "compute_peak.hpp"
+#include "cpu/cpu_isa.hpp"
 #include "cpu/linear_bf16.hpp"
 #include "cpu/thread_pool.hpp"
 #include "llaisys/engine/llm_engine.hpp"
@@ -186,8 +187,11 @@ class Bench {
     const json::string* isa = !ec && options.is_object() && options.as_object().contains("isa")
                                   ? options.as_object().at("isa").if_string()
                                   : nullptr;
-    // The CPU context's rule (ops make_cpu_context): bf16 products need the AVX-512 path and AVX512-BF16.
-    const bool bf16 = matmul != nullptr && (*matmul == "bf16" || *matmul == "auto") && cpu::bf16dot::supported() &&
+    // The CPU context's rule (ops make_cpu_context): bf16 products need the AVX-512 path and AVX512-BF16,
+    // and "auto" asks for them on AMD CPUs only. (The bench model's weights are bf16: the int8 mode
+    // for quantized ones does not apply.)
+    const bool bf16 = matmul != nullptr && (*matmul == "bf16" || (*matmul == "auto" && cpu::cpu_is_amd())) &&
+                      cpu::bf16dot::supported() &&
                       (isa == nullptr || *isa == "auto" || *isa == "avx512");
     const int threads = o_.threads > 0 ? o_.threads : cpu::ThreadPool::available_cpus();
     const double peak = measure_peak_macs(threads, bf16);

@@ -17,6 +17,9 @@ struct CpuContext {
   ThreadPool* pool = nullptr;  // never null
   Isa isa = Isa::scalar;
   MatmulPrecision matmul = MatmulPrecision::f32;
+  // Q8_0, Q4_0 and Q5_0 weights multiply activations rounded to 8-bit blocks with integer dot
+  // products (linear_int8.hpp), whatever `matmul` says for the other weights.
+  bool int8_quant = false;
 };
 
 }  // namespace llaisys::cpu

@@ -49,6 +49,11 @@ bool cpu_has_avx512_bf16() {
   return isa_supported(Isa::avx512) && leaf7(1, ebx, ecx, edx, eax) && (eax & (1u << 5)) != 0;
 }
 
+bool cpu_has_avx512_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return isa_supported(Isa::avx512) && leaf7(0, ebx, ecx, edx, eax) && (ecx & (1u << 11)) != 0;
+}
+
 bool cpu_has_amx() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return leaf7(0, ebx, ecx, edx, eax) && (edx & (1u << 24)) != 0 && os_saves(0x60000 | 0xE6);

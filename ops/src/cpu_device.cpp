@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cpu/linear_bf16.hpp"
+#include "cpu/linear_int8.hpp"
 #include "llaisys/core/host_memory.hpp"
 #include "llaisys/core/memory.hpp"
 
@@ -30,14 +31,15 @@ void CpuPass::reset(const ForwardBatch& batch, const PassShape& shape) {
   }
 }
 
-CpuDevice::CpuDevice(int32_t num_threads, cpu::Isa isa, cpu::MatmulPrecision matmul)
-    : pool_(num_threads), ctx_{.pool = &pool_, .isa = isa, .matmul = matmul} {}
+CpuDevice::CpuDevice(int32_t num_threads, cpu::Isa isa, cpu::MatmulPrecision matmul, bool int8_quant)
+    : pool_(num_threads), ctx_{.pool = &pool_, .isa = isa, .matmul = matmul, .int8_quant = int8_quant} {}
 
 std::string CpuDevice::describe() const {
   // bf16 products apply where both the ISA and the weights allow them (cpu/linear_bf16.hpp).
   const bool bf16 = ctx_.matmul == cpu::MatmulPrecision::bf16 && ctx_.isa == cpu::Isa::avx512;
-  return fmt::format("cpu: {} threads, isa {}, matmul {}", pool_.num_threads(), cpu::to_string(ctx_.isa),
-                     bf16 ? "bf16 (activations rounded to bf16 for bf16 and quantized weights)" : "f32");
+  return fmt::format("cpu: {} threads, isa {}, matmul {}{}", pool_.num_threads(), cpu::to_string(ctx_.isa),
+                     bf16 ? "bf16 (activations rounded to bf16 for bf16 and quantized weights)" : "f32",
+                     ctx_.int8_quant ? ", int8 for Q8_0/Q4_0/Q5_0 weights (activations rounded to 8-bit blocks)" : "");
 }
 
 Result<Buffer> CpuDevice::allocate(std::size_t bytes) {
@@ -84,7 +86,11 @@ Result<std::unique_ptr<DeviceContext>> make_cpu_context(const CpuOptions& option
     return make_error(ErrorCode::unsupported, "option isa: this CPU does not support {}", cpu::to_string(*isa));
   }
   cpu::MatmulPrecision matmul = cpu::MatmulPrecision::f32;
-  if (options.matmul == "bf16") {
+  bool int8_quant = false;
+  if (options.matmul == "int8") {
+    // Same bits on every ISA (the scalar form where VNNI is missing, much slower): no refusal needed.
+    int8_quant = true;
+  } else if (options.matmul == "bf16") {
     if (!cpu::bf16dot::supported()) {
       return Status(ErrorCode::unsupported,
                     "option matmul: bf16 needs AVX512-BF16, which this CPU lacks (use f32 or auto)");
@@ -100,12 +106,14 @@ Result<std::unique_ptr<DeviceContext>> make_cpu_context(const CpuOptions& option
     // Intel's ran slower than the f32 FMAs (Emerald Rapids: 0.85x the prefill, quantized decode 0.6x),
     // so "auto" stays exact there; "bf16" still insists. docs/BENCHMARKS.md has both.
     if (cpu::bf16dot::supported() && *isa == cpu::Isa::avx512 && cpu::cpu_is_amd()) matmul = cpu::MatmulPrecision::bf16;
+    // Not the int8 mode: on Emerald Rapids it decodes Q8_0 / Q4_0 / Q5_0 1.2-1.3x faster but
+    // prefills at 0.75-0.8x (docs/BENCHMARKS.md); "int8" asks for it.
   } else if (options.matmul != "f32") {
-    return make_error(ErrorCode::invalid_argument, "option matmul: expected f32, bf16 or auto, got \"{}\"",
+    return make_error(ErrorCode::invalid_argument, "option matmul: expected f32, bf16, int8 or auto, got \"{}\"",
                       options.matmul);
   }
   try {
-    return std::unique_ptr<DeviceContext>(std::make_unique<CpuDevice>(options.num_threads, *isa, matmul));
+    return std::unique_ptr<DeviceContext>(std::make_unique<CpuDevice>(options.num_threads, *isa, matmul, int8_quant));
   } catch (const std::system_error& e) {
     return make_error(ErrorCode::internal, "cannot start the CPU threads: {}", e.what());
   }

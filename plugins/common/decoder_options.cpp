@@ -33,7 +33,7 @@ Result<DecoderOptions> parse_decoder_options(const ModelCreateParams& params) {
       {"matmul",
        [&](const json::value& v) {
          cpu_only_option = cpu_only_option || v != "f32";
-         return read_option_choice(v, "matmul", {"f32", "bf16", "auto"}, options.matmul);
+         return read_option_choice(v, "matmul", {"f32", "bf16", "int8", "auto"}, options.matmul);
        }},
       {"kv_dtype",
        [&](const json::value& v) -> Status {

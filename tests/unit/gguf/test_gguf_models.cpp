@@ -103,10 +103,28 @@ TEST_CASE("in the bf16 matmul mode each quantized tiny-llama file stays within l
                    exact.max_error));
 }
 
+TEST_CASE("in the int8 matmul mode the Q8_0 and Q4_0 tiny-llama files stay within llama.cpp's tolerance",
+          "[gguf][int8]") {
+  // Activations rounded to 8-bit blocks and integer products: what llama.cpp itself does with
+  // these files. The scalar form runs where the CPU lacks AVX512-VNNI (same bits, slower).
+  const std::string type = GENERATE("Q8_0", "Q4_0");
+  CAPTURE(type);
+  const Agreement a = compare_with_reference(type, R"({"matmul": "int8"})", 48);
+  const Agreement exact = compare_with_reference(type, R"({"matmul": "f32"})", 48);
+  INFO(fmt::format("{}: {} rows, max top-5 error {:.4g} (f32 mode {:.4g})", type, a.rows, a.max_error, exact.max_error));
+  CHECK(a.rows > 400);
+  CHECK(a.argmax_checked > 100);
+  CHECK(a.problems.empty());
+  CHECK(a.max_error != exact.max_error);  // the mode really ran on the quantized matrices
+  WARN(fmt::format("{} int8 mode: max top-5 |logit - llama.cpp| {:.4g} (f32 mode {:.4g})", type, a.max_error,
+                   exact.max_error));
+}
+
 TEST_CASE("a quantized GGUF model gives the same bits in one pass, in chunks and one token at a time", "[gguf]") {
-  const std::string type = GENERATE("Q8_0", "Q4_K_M");
-  // Both matmul modes (the bf16 one where the CPU has it): batch invariance holds within each.
-  const std::string options = GENERATE(as<std::string>{}, R"({"matmul": "f32"})", R"({"matmul": "bf16"})");
+  const std::string type = GENERATE("Q8_0", "Q4_0", "Q4_K_M");
+  // Every matmul mode (the bf16 one where the CPU has it): batch invariance holds within each.
+  const std::string options =
+      GENERATE(as<std::string>{}, R"({"matmul": "f32"})", R"({"matmul": "bf16"})", R"({"matmul": "int8"})");
   CAPTURE(type, options);
   if (options.find("bf16") != std::string::npos && !cpu::bf16dot::supported()) return;
   const ReferenceCase& c = reference_cases(kFixture / fmt::format("reference-{}.json", type)).front();

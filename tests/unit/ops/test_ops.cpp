@@ -50,7 +50,7 @@ TEST_CASE("ops: the CPU context refuses unknown settings by name", "[ops]") {
   CHECK_THAT(ops::make_cpu_context({.isa = "sse9"}).status().message(),
              Catch::Contains("option isa: expected auto, avx512, avx2 or scalar, got \"sse9\""));
   CHECK_THAT(ops::make_cpu_context({.matmul = "fp8"}).status().message(),
-             Catch::Contains("option matmul: expected f32, bf16 or auto"));
+             Catch::Contains("option matmul: expected f32, bf16, int8 or auto"));
   auto ctx = ops::make_cpu_context({.num_threads = 3, .isa = "scalar"});
   REQUIRE(ctx.ok());
   CHECK((*ctx)->device() == Device::cpu());

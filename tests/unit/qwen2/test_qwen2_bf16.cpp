@@ -101,7 +101,7 @@ TEST_CASE("qwen2 bf16 matmul: a sequence's logits alone equal its logits inside 
 
 TEST_CASE("qwen2 matmul option: unknown values are refused", "[qwen2][bf16]") {
   CHECK_THROWS_WITH(open_model(tiny_model_dir(), 1, R"({"matmul": "fp8"})"),
-                    Catch::Contains("option matmul: expected f32, bf16 or auto"));
+                    Catch::Contains("option matmul: expected f32, bf16, int8 or auto"));
   CHECK_THROWS_WITH(open_model(tiny_model_dir(), 1, R"({"matmul": 16})"), Catch::Contains("option matmul"));
   // An explicit bf16 with a narrower ISA is refused rather than quietly run in f32.
   if (cpu::bf16dot::supported()) {

@@ -1,0 +1,60 @@
+#pragma once
+// The int8 dot-product path of linear for the 32-element quantized types with one scale per block
+// (Q8_0, Q4_0, Q5_0: CpuContext::int8_quant, the decoder's "matmul": "int8"): llama.cpp's way. Each row of x is rounded once to 8-bit blocks of 32
+// (dx = max|x| / 127, q = round(x / dx), as llama.cpp's Q8_0 activations but with an f32 scale), the
+// weights stay in their blocks as signed 8-bit integers, and `vpdpbusd` makes 64 multiply-adds per
+// instruction; no weight is converted to float.
+//
+// Canonical order (what makes every M, thread count and ISA path give the same bits): blocks are
+// taken in pairs (b, b + 1), their 64 elements arranged as [b: 0..15][b + 1: 0..15][b: 16..31]
+// [b + 1: 16..31] (how a Q4_0 / Q5_0 pair's nibbles fall out of one 256-bit load); lane l (0..15) of
+// the pair holds the integer dot product of arranged elements 4 l .. 4 l + 3, which belong to block
+// b' = b + (l / 4) % 2 (exact), and
+//   lane[l] = fma(dw[b'] * dx[b'], float(that integer), lane[l])   (the product rounded)
+// pair after pair, a missing last block of an odd count leaving its lanes as they are; then
+// simd::reduce_lanes, + bias, (accumulate) + y as every linear path. The integers are exact, so
+// this is a fixed sequence of f32 operations per output: batch invariance holds within the mode
+// (its results differ from the exact path's, by the rounding of x to 8 bits).
+// Internal to kernels/cpu.
+
+#include <cstdint>
+
+#include "cpu_isa.hpp"
+#include "linear.hpp"
+
+namespace llaisys::cpu::int8dot {
+
+inline constexpr int64_t kBlock = 32;
+
+// AVX-512 with VNNI (vpdpbusd): the mode's fast form. Without it the mode runs the scalar form
+// (same bits, much slower).
+bool supported();
+
+// The weight types the mode multiplies this way; every other weight type keeps its path.
+bool eligible(DType dtype);
+
+// x [M, K] rounded (K a multiple of 32), in the canonical arrangement: one record per (pair of
+// blocks, row of x), record p * M + m, so that the rows a kernel multiplies together sit side by
+// side; and each block's dx.
+struct XRecord {
+  int8_t q[64];        // round(x / dx) in [-127, 127], arranged as above; a missing last block's half 0
+  float scale[16];     // each lane's dx (0 for a missing block's lanes)
+  int32_t start[2][16];  // each lane's -8 and -16 times the sum of its four q: where the Q4_0 /
+                         // Q5_0 products start, their weights going in unsigned
+};
+static_assert(sizeof(XRecord) == 256);
+inline int64_t pairs(int64_t K) { return (K + 63) / 64; }
+// d [M][K / 32]: dx of each block; NaN for a block holding a NaN or an infinity (its products are
+// NaN, as the exact path's would be; its q are 0).
+struct RoundedRows {
+  const XRecord* records;  // [pairs(K)][M]
+  const float* d;          // [M][K / 32]
+};
+// isa: which form rounds (every one gives the same bits).
+void quantize_rows(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K, int64_t begin, int64_t end,
+                   XRecord* records, float* d);
+
+// Output columns [n_begin, n_end) of a job whose weights are eligible, from the rounded rows.
+void columns(Isa isa, const RoundedRows& x, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin, int64_t n_end);
+
+}  // namespace llaisys::cpu::int8dot
