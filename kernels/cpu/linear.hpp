@@ -32,6 +32,11 @@ struct WeightMatrix {
   int64_t cols = 0;
 };
 
+// Row n of a matrix (its first byte): quantized rows are dtype_bytes(dtype, cols) apart.
+inline const uint8_t* weight_row(const WeightMatrix& w, int64_t n) {
+  return static_cast<const uint8_t*>(w.data) + n * dtype_bytes(w.dtype, w.cols);
+}
+
 // One matrix applied to the shared input.
 struct LinearJob {
   WeightMatrix weight;          // [N, K]

@@ -24,10 +24,6 @@ namespace {
 using linear_store::store_output;
 using simd::kLanes;
 
-const uint8_t* row_of(const WeightMatrix& w, int64_t n) {
-  return static_cast<const uint8_t*>(w.data) + n * dtype_bytes(w.dtype, w.cols);
-}
-
 // MR rounded rows of x against R weight rows row_step apart.
 struct RowArgs {
   const XRecord* x;     // row 0 of x's record of pair 0 (row i's of pair p: x[p * pair_stride + i])
@@ -242,14 +238,32 @@ LLAISYS_TARGET_AVX512_VNNI void decode_panel(const uint8_t* row, int64_t nb, Pac
   if (2 * p < nb) pack(decode_pair<D, false>(row + 2 * p * kBytes), out[p]);
 }
 
-template <DType D, int MR, int R>
-LLAISYS_TARGET_AVX512_VNNI void panel_rows(const RowArgs& a, const PackedPair* w, int64_t np) {
-  __m512 acc[R][MR];
+template <int MR, int R>
+LLAISYS_INLINE_AVX512_VNNI void zero(__m512 (&acc)[R][MR]) {
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) acc[r][i] = _mm512_setzero_ps();
   }
+}
+
+// Output (row i of x, weight row r) is column a.n + r * row_step.
+template <int MR, int R>
+LLAISYS_INLINE_AVX512_VNNI void store(const __m512 (&acc)[R][MR], const RowArgs& a, int64_t row_step) {
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    const int64_t n = a.n + r * row_step;
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      store_output(simd::reduce_lanes_avx512(acc[r][i]), a.bias, n, a.y + i * a.y_stride + n, a.accumulate);
+    }
+  }
+}
+
+template <DType D, int MR, int R>
+LLAISYS_TARGET_AVX512_VNNI void panel_rows(const RowArgs& a, const PackedPair* w, int64_t np) {
+  __m512 acc[R][MR];
+  zero(acc);
   const int64_t nb = a.K / kBlock;
   auto pair_at = [&]<bool Pair>(int64_t p) LLAISYS_INLINE_AVX512_VNNI_LAMBDA {
     XPair xs[MR];
@@ -265,35 +279,18 @@ LLAISYS_TARGET_AVX512_VNNI void panel_rows(const RowArgs& a, const PackedPair* w
   int64_t p = 0;
   for (; 2 * p + 1 < nb; ++p) pair_at.template operator()<true>(p);
   if (2 * p < nb) pair_at.template operator()<false>(p);
-#pragma GCC unroll 2
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      store_output(simd::reduce_lanes_avx512(acc[r][i]), a.bias, a.n + r, a.y + i * a.y_stride + a.n + r, a.accumulate);
-    }
-  }
+  store(acc, a, 1);
 }
 
 template <DType D, int MR, int R>
 LLAISYS_TARGET_AVX512_VNNI void rows_vnni(const RowArgs& a) {
   __m512 acc[R][MR];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) acc[r][i] = _mm512_setzero_ps();
-  }
+  zero(acc);
   const int64_t nb = a.K / kBlock;
   int64_t p = 0;
   for (; 2 * p + 1 < nb; ++p) step<D, MR, R, true>(a, p, acc);
   if (2 * p < nb) step<D, MR, R, false>(a, p, acc);
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    const int64_t n = a.n + r * a.row_step;
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      store_output(simd::reduce_lanes_avx512(acc[r][i]), a.bias, n, a.y + i * a.y_stride + n, a.accumulate);
-    }
-  }
+  store(acc, a, a.row_step);
 }
 
 // ---- which rows together ------------------------------------------------------------------------
@@ -342,7 +339,7 @@ void run_columns(const RowTable& table, bool together, RowArgs args, int64_t mr,
     if (args.row_step > 0) {
       const int64_t stop = streaming ? n_begin + args.row_step : n_end - (n_end - n_begin) % kWeightRows;
       for (; n < stop; n += streaming ? 1 : kWeightRows) {
-        args.w = row_of(weight, n);
+        args.w = weight_row(weight, n);
         args.n = n;
         table[index][1](args);
       }
@@ -351,7 +348,7 @@ void run_columns(const RowTable& table, bool together, RowArgs args, int64_t mr,
     args.row_step = 1;
   }
   for (; n < n_end; ++n) {
-    args.w = row_of(weight, n);
+    args.w = weight_row(weight, n);
     args.n = n;
     table[index][0](args);
   }
@@ -391,7 +388,7 @@ void columns_of(Isa isa, const RoundedRows& x, int64_t M, int64_t K, const Linea
       const int64_t block_end = std::min(M, block + row_block);
       for (int64_t n0 = n_begin; n0 < n_end; n0 += panel_rows) {
         const int64_t count = std::min(panel_rows, n_end - n0);
-        for (int64_t c = 0; c < count; ++c) decode_panel<D>(row_of(job.weight, n0 + c), nb, panel + c * np);
+        for (int64_t c = 0; c < count; ++c) decode_panel<D>(weight_row(job.weight, n0 + c), nb, panel + c * np);
         for (int64_t m0 = block; m0 < block_end; m0 += kPanelRowsOfX) {
           RowArgs at = rows_at(m0);
           const auto& kernels =

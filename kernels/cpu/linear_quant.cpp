@@ -20,10 +20,6 @@ namespace {
 using linear_store::store_output;
 using simd::kLanes;
 
-const uint8_t* row_of(const WeightMatrix& w, int64_t n) {
-  return static_cast<const uint8_t*>(w.data) + n * dtype_bytes(w.dtype, w.cols);
-}
-
 // MR rows of x against R weight rows row_step apart, K whole blocks.
 struct RowArgs {
   const float* x;       // first row of x (f32 mode)
@@ -273,7 +269,7 @@ void register_columns(const Input& in, int64_t M, int64_t K, const LinearJob& jo
       // would make every stream one row long, which the hardware prefetcher follows poorly).
       args.row_step = (n_end - n_begin) / rows_together;
       for (; n < n_begin + args.row_step; ++n) {
-        args.w = row_of(job.weight, n);
+        args.w = weight_row(job.weight, n);
         args.n = n;
         table[mr][1](args);
       }
@@ -281,7 +277,7 @@ void register_columns(const Input& in, int64_t M, int64_t K, const LinearJob& jo
       args.row_step = 1;
     }
     for (; n < n_end; ++n) {
-      args.w = row_of(job.weight, n);
+      args.w = weight_row(job.weight, n);
       args.n = n;
       table[mr][0](args);
     }
@@ -301,7 +297,7 @@ void panel_columns(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t
   panel.resize(static_cast<std::size_t>(rows * K));
   for (int64_t n0 = n_begin; n0 < n_end; n0 += rows) {
     const int64_t count = std::min(rows, n_end - n0);
-    dequantize(isa, job.weight.dtype, row_of(job.weight, n0), count * K, panel.data());
+    dequantize(isa, job.weight.dtype, weight_row(job.weight, n0), count * K, panel.data());
     const LinearJob part{.weight = {.data = panel.data(), .dtype = DType::f32, .rows = count, .cols = K},
                          .bias = job.bias == nullptr ? nullptr : job.bias + n0,
                          .y = job.y + n0,
@@ -322,7 +318,7 @@ void panel_columns_bf16(const uint16_t* xb, int64_t M, int64_t K, const LinearJo
   rounded.resize(static_cast<std::size_t>(rows * K));
   for (int64_t n0 = n_begin; n0 < n_end; n0 += rows) {
     const int64_t count = std::min(rows, n_end - n0);
-    dequantize(Isa::avx512, job.weight.dtype, row_of(job.weight, n0), count * K, panel.data());
+    dequantize(Isa::avx512, job.weight.dtype, weight_row(job.weight, n0), count * K, panel.data());
     bf16dot::convert_rows(panel.data(), K, K, 0, count, rounded.data());  // padded_k(K) == K: whole blocks
     const LinearJob part{.weight = {.data = rounded.data(), .dtype = DType::bf16, .rows = count, .cols = K},
                          .bias = job.bias == nullptr ? nullptr : job.bias + n0,
