@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstddef>
-#include <memory>
 #include <vector>
 
 #include "linear_bf16.hpp"
@@ -373,23 +371,8 @@ void linear(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, 
 
   // The int8 path: the activations are rounded to 8-bit blocks once, for every job with eligible weights.
   const auto int8_job = [&](const LinearJob& j) { return ctx.int8_quant && int8dot::eligible(j.weight.dtype); };
-  int8dot::RoundedRows xq{};
-  if (std::any_of(jobs.begin(), jobs.end(), int8_job)) {
-    thread_local std::vector<std::byte> records;
-    thread_local std::vector<float> scales;
-    records.resize(static_cast<std::size_t>(M * int8dot::pairs(K)) * sizeof(int8dot::XRecord) + 64);
-    scales.resize(static_cast<std::size_t>(M * (K / int8dot::kBlock)));
-    // The caller's buffers (a worker's thread_local would be its own): the workers write into them.
-    // Records on 64-byte boundaries: every vector load of one stays within a cache line.
-    void* start = records.data();
-    std::size_t space = records.size();
-    auto* r = static_cast<int8dot::XRecord*>(std::align(64, space - 64, start, space));
-    float* d = scales.data();
-    ctx.pool->parallel_for(M, 1, [&](int64_t begin, int64_t end) {
-      int8dot::quantize_rows(ctx.isa, x, x_stride, M, K, begin, end, r, d);
-    }, K);
-    xq = {.records = r, .d = d};
-  }
+  const int8dot::RoundedRows xq =
+      std::any_of(jobs.begin(), jobs.end(), int8_job) ? int8dot::round_rows(ctx, x, x_stride, M, K) : int8dot::RoundedRows{};
 
   ctx.pool->parallel_for(num_tiles, 1, [&](int64_t tile_begin, int64_t tile_end) {
     for (std::size_t j = 0; j < jobs.size(); ++j) {

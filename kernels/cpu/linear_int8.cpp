@@ -5,11 +5,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
-#include <memory>
 #include <utility>
-#include <vector>
 
 #include "linear_store.hpp"
+#include "llaisys/core/memory.hpp"
 #include "quant_blocks.hpp"
 #include "simd.hpp"
 
@@ -293,6 +292,12 @@ LLAISYS_TARGET_AVX512_VNNI void rows_vnni(const RowArgs& a) {
   store(acc, a, a.row_step);
 }
 
+// A per-thread scratch of at least `bytes`, 64-byte aligned (llaisys::AlignedBuffer), grown when short.
+std::byte* scratch(AlignedBuffer& buffer, std::size_t bytes) {
+  if (buffer.size() < bytes) buffer = AlignedBuffer(bytes);
+  return buffer.data();
+}
+
 // ---- which rows together ------------------------------------------------------------------------
 
 constexpr int64_t kRowsOfX = 4;     // MR at most
@@ -378,12 +383,10 @@ void columns_of(Isa isa, const RoundedRows& x, int64_t M, int64_t K, const Linea
     // a sixteenth of the block's products.
     const int64_t panel_rows = std::clamp<int64_t>(kPanelBytes / (np * static_cast<int64_t>(sizeof(PackedPair))) / 2 * 2, 8, 64);
     const int64_t row_block = std::clamp<int64_t>(kRowBlockBytes / (np * static_cast<int64_t>(sizeof(XRecord))) / 4 * 4, 8, 64);
-    thread_local std::vector<std::byte> buffer;
-    buffer.resize(static_cast<std::size_t>(panel_rows * np) * sizeof(PackedPair) + 64);
-    void* start = buffer.data();
-    std::size_t space = buffer.size();
     // On 64-byte boundaries: every vector load of a pair within one cache line.
-    PackedPair* const panel = static_cast<PackedPair*>(std::align(64, space - 64, start, space));
+    thread_local AlignedBuffer buffer;
+    auto* const panel =
+        reinterpret_cast<PackedPair*>(scratch(buffer, static_cast<std::size_t>(panel_rows * np) * sizeof(PackedPair)));
     for (int64_t block = 0; block < M; block += row_block) {
       const int64_t block_end = std::min(M, block + row_block);
       for (int64_t n0 = n_begin; n0 < n_end; n0 += panel_rows) {
@@ -516,6 +519,18 @@ void quantize_rows(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t
       }
     }
   }
+}
+
+RoundedRows round_rows(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, int64_t K) {
+  const auto record_bytes = static_cast<std::size_t>(M * pairs(K)) * sizeof(XRecord);
+  thread_local AlignedBuffer buffer;
+  std::byte* base = scratch(buffer, record_bytes + static_cast<std::size_t>(M * (K / kBlock)) * sizeof(float));
+  auto* records = reinterpret_cast<XRecord*>(base);
+  auto* d = reinterpret_cast<float*>(base + record_bytes);
+  ctx.pool->parallel_for(M, 1, [&](int64_t begin, int64_t end) {
+    quantize_rows(ctx.isa, x, x_stride, M, K, begin, end, records, d);
+  }, K);
+  return {.records = records, .d = d};
 }
 
 void columns(Isa isa, const RoundedRows& x, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin,

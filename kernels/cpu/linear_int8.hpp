@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include "context.hpp"
 #include "cpu_isa.hpp"
 #include "linear.hpp"
 
@@ -53,6 +54,10 @@ struct RoundedRows {
 // isa: which form rounds (every one gives the same bits).
 void quantize_rows(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K, int64_t begin, int64_t end,
                    XRecord* records, float* d);
+
+// All M rows rounded by ctx's threads, into the calling thread's scratch (64-byte aligned: split
+// loads made the prefill 2x slower); valid until its next call.
+RoundedRows round_rows(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, int64_t K);
 
 // Output columns [n_begin, n_end) of a job whose weights are eligible, from the rounded rows.
 void columns(Isa isa, const RoundedRows& x, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin, int64_t n_end);
