@@ -178,7 +178,7 @@ test('a prompt of megabytes is tokenized off the I/O thread: /health keeps answe
   }
 });
 
-test('while 8 streams run, two 8 MB prompts: no stream gap beyond 2x its inter-token time, /health within 50 ms', async () => {
+test('while 8 streams run, two 8 MB prompts: no stream gap beyond 4x its inter-token time, /health within 50 ms', async () => {
   const fx8 = await startFixture('limits-streams', {
     apiKey: KEY,
     args: ['--max-body-bytes', String(32 << 20), '--max-body-bytes-in-flight', String(64 << 20), '--max-running-requests', '16'],
@@ -237,9 +237,13 @@ test('while 8 streams run, two 8 MB prompts: no stream gap beyond 2x its inter-t
     console.log(`prompts ${windowEnd - windowStart} ms; stream gaps: normal ${normal} ms, worst ${worst} ms over ${during.length}; ` +
       `/health worst ${Math.max(...healthMs)} ms over ${healthMs.length}`);
     assert.ok(during.length > 8, `only ${during.length} stream gaps while the prompts ran`);
-    // 2x in a real build; a sanitizer build's (slow > 1) tokenizer is several times slower and
-    // competes harder with the streams for the two cores, so only the order of magnitude holds there.
-    const bound = slow > 1 ? 4 : 2;
+    // What this guards: tokenizing a prompt must not stall the step loop or the I/O thread. A stall
+    // shows as a gap of at least one prompt's tokenization (hundreds of ms to seconds). Two tokenizer
+    // threads busy on a 2-vCPU runner do take CPU time from the engine: under the full CI's load a
+    // stream waited 129-134 ms for a 50 ms step (2.7x, seen twice), so the bound is 4x the step in a
+    // real build and 8x in a sanitizer build (slow > 1, whose tokenizer is several times slower).
+    // The prompts take over a second here, so a stall still fails the 4x bound.
+    const bound = slow > 1 ? 8 : 4;
     assert.ok(worst < bound * normal, `a stream waited ${worst} ms while the prompts were tokenized (normal ${normal} ms)`);
     assert.ok(Math.max(...healthMs) < 50 * slow, `/health took ${Math.max(...healthMs)} ms`);
   } finally {
