@@ -1,11 +1,9 @@
 #include "linear_int8.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
-#include <utility>
 
 #include "linear_store.hpp"
 #include "llaisys/core/memory.hpp"
@@ -14,34 +12,42 @@
 
 #define LLAISYS_INLINE_AVX512_VNNI \
   inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
-#define LLAISYS_INLINE_AVX512_VNNI_LAMBDA \
-  __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 
 namespace llaisys::cpu::int8dot {
 namespace {
 
 using linear_store::store_output;
-using simd::kLanes;
-
-// MR rounded rows of x against R weight rows row_step apart.
-struct RowArgs {
-  const XRecord* x;     // row 0 of x's record of pair 0 (row i's of pair p: x[p * pair_stride + i])
-  int64_t pair_stride;  // M
-  const float* d;       // row 0's block scales (row stride K / 32)
-  int64_t K;
-  const uint8_t* w;     // first weight row
-  int64_t row_bytes;
-  int64_t row_step;
-  const float* bias;
-  int64_t n;
-  float* y;             // row 0 of the job's output
-  int64_t y_stride;
-  bool accumulate;
-};
 
 // Arranged position a (0..63) of a pair: its block (0: b, 1: b + 1) and element within the block.
 constexpr int arranged_block(int a) { return (a / 16) % 2; }
 constexpr int arranged_element(int a) { return (a / 32) * 16 + a % 16; }
+// The inverse: element e of the pair's block `half`.
+constexpr int arranged_at(int half, int e) { return (e / 16) * 32 + half * 16 + e % 16; }
+
+// Which start (linear_int8.hpp) a weight type's unsigned values need.
+template <DType D>
+constexpr int kOffsetKind = D == DType::q4_0 ? 0 : D == DType::q5_0 ? 1 : 2;
+constexpr int32_t kOffsets[kOffsetKinds] = {8, 16, 128};
+
+// A per-thread scratch of at least `bytes`, 64-byte aligned (llaisys::AlignedBuffer), grown when short.
+std::byte* scratch(AlignedBuffer& buffer, std::size_t bytes) {
+  if (buffer.size() < bytes) buffer = AlignedBuffer(bytes);
+  return buffer.data();
+}
+
+// Where a kernel finds its rows of x: row i's record of pair p is records[p * M + i], its block
+// scales d[i * nb ...], its starts start[i * nb ...] (of the weight type's kind).
+struct XRows {
+  const XRecord* records;
+  int64_t M;
+  const float* d;
+  const int32_t* start;
+  int64_t nb;
+};
+
+XRows rows_of(const RoundedRows& x, int64_t M, int64_t nb, int kind, int64_t m0) {
+  return {.records = x.records + m0, .M = M, .d = x.d + m0 * nb, .start = x.start + (kind * M + m0) * nb, .nb = nb};
+}
 
 // ---- the scalar form: the definition (linear_int8.hpp) written out -----------------------------
 
@@ -62,30 +68,38 @@ int weight_value(const uint8_t* block, int e) {
   }
 }
 
-template <DType D, int MR>
-void rows_scalar(const RowArgs& a) {
+template <DType D>
+void columns_scalar(const XRows& x, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin, int64_t n_end) {
   constexpr int64_t kBytes = dtype_block_bytes(D);
-  const int64_t nb = a.K / kBlock;
-  for (int i = 0; i < MR; ++i) {
-    const float* d = a.d + i * nb;
-    float lanes[kLanes] = {};
-    for (int64_t p = 0; p < pairs(a.K); ++p) {
-      const int8_t* q = a.x[p * a.pair_stride + i].q;
-      for (int l = 0; l < kLanes; ++l) {
-        const int64_t b = 2 * p + arranged_block(4 * l);
-        if (b >= nb) continue;  // the odd last block's partner: its lanes untouched
-        const uint8_t* block = a.w + b * kBytes;
+  const int64_t nb = K / kBlock;
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = n_begin; n < n_end; ++n) {
+      const uint8_t* row = weight_row(job.weight, n);
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const int8_t* q = x.records[(b / 2) * x.M + m].q;
         int32_t dot = 0;
-        for (int at = 4 * l; at < 4 * l + 4; ++at) dot += q[at] * weight_value<D>(block, arranged_element(at));
-        const float scale = quant_blocks::load_half(block) * d[b];
-        lanes[l] = std::fma(scale, static_cast<float>(dot), lanes[l]);
+        for (int e = 0; e < kBlock; ++e) {
+          dot += q[arranged_at(static_cast<int>(b % 2), e)] * weight_value<D>(row + b * kBytes, e);
+        }
+        const float scale = quant_blocks::load_half(row + b * kBytes) * x.d[m * nb + b];
+        acc = std::fma(scale, static_cast<float>(dot), acc);
       }
+      store_output(acc, job.bias, n, job.y + m * job.y_stride + n, job.accumulate);
     }
-    store_output(simd::reduce_lanes(lanes), a.bias, a.n, a.y + i * a.y_stride + a.n, a.accumulate);
   }
 }
 
 // ---- AVX-512 VNNI ------------------------------------------------------------------------------
+
+// 16 weight rows' pair p: vector j holds dword j (arranged bytes 4 j .. 4 j + 3, all of block
+// b + (j / 4) % 2) of each row in lane r, the weights unsigned; scale[h][r] is row r's dw of block
+// b + h (0 for a missing block).
+constexpr int kGroupRows = 16;
+struct alignas(64) GroupPair {
+  int32_t w[16][kGroupRows];
+  float scale[2][kGroupRows];
+};
 
 // A Q4_0 / Q5_0 pair's 64 low nibbles in the arranged order: one 256-bit load of both blocks' 16
 // bytes, low nibbles then high nibbles (second block's 16 bytes zero when it is missing).
@@ -100,323 +114,329 @@ LLAISYS_INLINE_AVX512_VNNI __m512i pair_nibbles(const uint8_t* block, int64_t bl
                             _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), 1);
 }
 
-LLAISYS_INLINE_AVX512_VNNI float half_at(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, sizeof(bits));
-  return _cvtsh_ss(bits);
-}
-
-// Lanes of block b (l / 4 even) a, lanes of block b + 1 b.
-LLAISYS_INLINE_AVX512_VNNI __m512 per_block(float a, float b) {
-  return _mm512_mask_blend_ps(0xF0F0, _mm512_set1_ps(a), _mm512_set1_ps(b));
-}
-
-template <DType D>
-constexpr int64_t kPrefetchBytes = D == DType::q8_0 ? 2048 : 1024;  // as linear_quant.cpp's streams
-
-// A pair of weight blocks ready for vpdpbusd: the 64 values arranged (Q8_0 signed, the others
-// unsigned 0..15 / 0..31), the per-lane block scales, and for Q8_0 the lanes' -128 * (sum of w)
-// that x's bias to unsigned adds (the others subtract their offset from x's lane sums instead).
-struct WeightPair {
-  __m512i w;
-  __m512 scale;
-  __m512i offset;
-};
-
+// One row's pair of blocks as 64 unsigned bytes in the arranged order (Q8_0: q + 128, Q4_0: q,
+// Q5_0: q; the offsets go into x's starts).
 template <DType D, bool Pair>
-LLAISYS_INLINE_AVX512_VNNI WeightPair decode_pair(const uint8_t* block) {
+LLAISYS_INLINE_AVX512_VNNI __m512i pair_bytes(const uint8_t* block) {
   constexpr int64_t kBytes = dtype_block_bytes(D);
-  WeightPair out;
-  out.scale = per_block(half_at(block), Pair ? half_at(block + kBytes) : 0.0f);
   if constexpr (D == DType::q8_0) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
     const __m256i w1 = Pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kBytes + 2))
                             : _mm256_setzero_si256();
     // [b 0..15][b 16..31][b+1 0..15][b+1 16..31] -> [b 0..15][b+1 0..15][b 16..31][b+1 16..31]
-    out.w = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7),
-                                     _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1));
-    const __m512i zero = _mm512_setzero_si512();
-    out.offset = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(-128), out.w));
+    const __m512i w = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7),
+                                               _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1));
+    return _mm512_xor_si512(w, _mm512_set1_epi8(-128));  // q + 128 as an unsigned byte
   } else if constexpr (D == DType::q4_0) {
-    out.w = pair_nibbles<2, Pair>(block, kBytes);
+    return pair_nibbles<2, Pair>(block, kBytes);
   } else {
-    out.w = pair_nibbles<6, Pair>(block, kBytes);
+    const __m512i low = pair_nibbles<6, Pair>(block, kBytes);
     uint32_t h0, h1 = 0;
     std::memcpy(&h0, block + 2, sizeof(h0));
     if constexpr (Pair) std::memcpy(&h1, block + kBytes + 2, sizeof(h1));
     const uint64_t fifth = (h0 & 0xFFFFu) | static_cast<uint64_t>(h1 & 0xFFFFu) << 16 |
                            static_cast<uint64_t>(h0 >> 16) << 32 | static_cast<uint64_t>(h1 >> 16) << 48;
-    out.w = _mm512_mask_add_epi8(out.w, _cvtu64_mask64(fifth), out.w, _mm512_set1_epi8(16));
-  }
-  return out;
-}
-
-// Row i of x's pair p: its values (Q8_0: biased to unsigned), lane scales and, for Q4_0 / Q5_0, the
-// accumulator's start (-offset * lane sum of x).
-struct XPair {
-  __m512i x;
-  __m512 scale;
-  __m512i start;
-};
-
-template <DType D, bool Pair>
-LLAISYS_INLINE_AVX512_VNNI XPair load_x(const RowArgs& a, int i, int64_t p) {
-  const XRecord& record = a.x[p * a.pair_stride + i];
-  XPair out;
-  out.x = _mm512_loadu_si512(record.q);
-  out.scale = _mm512_loadu_ps(record.scale);
-  if constexpr (D == DType::q8_0) {
-    out.x = _mm512_xor_si512(out.x, _mm512_set1_epi8(-128));  // x + 128: vpdpbusd's unsigned operand
-    out.start = _mm512_setzero_si512();
-  } else {
-    out.start = _mm512_loadu_si512(record.start[D == DType::q4_0 ? 0 : 1]);
-  }
-  return out;
-}
-
-// acc += one pair of one weight row against one row of x, in the canonical order.
-template <DType D, bool Pair>
-LLAISYS_INLINE_AVX512_VNNI __m512 multiply(const WeightPair& w, const XPair& x, __m512 acc) {
-  constexpr __mmask16 kLanesUsed = Pair ? 0xFFFF : 0x0F0F;
-  const __m512i dot = D == DType::q8_0 ? _mm512_dpbusd_epi32(w.offset, x.x, w.w) : _mm512_dpbusd_epi32(x.start, w.w, x.x);
-  return _mm512_mask3_fmadd_ps(_mm512_mul_ps(w.scale, x.scale), _mm512_cvtepi32_ps(dot), acc, kLanesUsed);
-}
-
-// Pair p (blocks 2 p, 2 p + 1; Pair false: the odd last block alone) into acc.
-template <DType D, int MR, int R, bool Pair>
-LLAISYS_INLINE_AVX512_VNNI void step(const RowArgs& a, int64_t p, __m512 (&acc)[R][MR]) {
-  constexpr int64_t kBytes = dtype_block_bytes(D);
-  XPair xs[MR];
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) xs[i] = load_x<D, Pair>(a, i, p);
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    const uint8_t* block = a.w + r * a.row_step * a.row_bytes + 2 * p * kBytes;
-    for (int64_t offset = 0; offset < 2 * kBytes; offset += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(block) + kPrefetchBytes<D> + offset, _MM_HINT_T0);
-    }
-    const WeightPair w = decode_pair<D, Pair>(block);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) acc[r][i] = multiply<D, Pair>(w, xs[i], acc[r][i]);
+    return _mm512_mask_add_epi8(low, _cvtu64_mask64(fifth), low, _mm512_set1_epi8(16));
   }
 }
 
-// ---- many rows of x: a panel of weight rows decoded once ---------------------------------------
-
-// kPanelColumns weight rows' pairs, decoded by decode_pair into an L1-sized buffer, then every
-// group of rows of x multiplies them (the same operations per output as the streaming path).
-constexpr int64_t kPanelColumns = 16;  // the scalar form's
-// L2 budgets (2 MiB a core here) of a panel of decoded weight rows and a block of x's records: at
-// K = 896, 64 rows of each (172 and 229 KiB); at K = 4864, 16 and 24.
-constexpr int64_t kPanelBytes = 256 * 1024, kRowBlockBytes = 512 * 1024;
-constexpr int kPanelRowsOfX = 4;
-constexpr int kPanelWeightRows = 2;  // 8 accumulators beside the rows of x' 12 registers
-
-// A WeightPair in memory (plain bytes: no alignment asked of the buffer).
-struct PackedPair {
-  int8_t w[64];
-  float scale[16];
-  int32_t offset[16];
-};
-
-LLAISYS_INLINE_AVX512_VNNI void pack(const WeightPair& v, PackedPair& out) {
-  _mm512_storeu_si512(out.w, v.w);
-  _mm512_storeu_ps(out.scale, v.scale);
-  _mm512_storeu_si512(out.offset, v.offset);
-}
-
-LLAISYS_INLINE_AVX512_VNNI WeightPair unpack(const PackedPair& in) {
-  return {_mm512_loadu_si512(in.w), _mm512_loadu_ps(in.scale), _mm512_loadu_si512(in.offset)};
+// v[r] (row r's 16 dwords) -> out[j] (dword j of rows 0..15): a 16 x 16 transpose of 32-bit words.
+LLAISYS_INLINE_AVX512_VNNI void transpose16(const __m512i (&v)[16], int32_t (*out)[kGroupRows]) {
+  __m512i t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {  // t[2 i], t[2 i + 1]: rows 2 i, 2 i + 1 interleaved by dword
+    t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+  }
+  // u[4 g + c]: rows 4 g .. 4 g + 3, dwords c, c + 4, c + 8, c + 12 in its four 128-bit lanes.
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m512i a = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), b = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xDD);
+    const __m512i e = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88), f = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xDD);
+    _mm512_store_si512(out[c], _mm512_shuffle_i32x4(a, e, 0x88));
+    _mm512_store_si512(out[c + 8], _mm512_shuffle_i32x4(a, e, 0xDD));
+    _mm512_store_si512(out[c + 4], _mm512_shuffle_i32x4(b, f, 0x88));
+    _mm512_store_si512(out[c + 12], _mm512_shuffle_i32x4(b, f, 0xDD));
+  }
 }
 
 template <DType D>
-LLAISYS_TARGET_AVX512_VNNI void decode_panel(const uint8_t* row, int64_t nb, PackedPair* out) {
+constexpr int64_t kPrefetchBytes = D == DType::q8_0 ? 1024 : 512;
+
+// Pair p of 16 rows (rows[r]: each row's first byte) into `out`.
+template <DType D, bool Pair>
+LLAISYS_INLINE_AVX512_VNNI void decode_group_pair(const uint8_t* const (&rows)[kGroupRows], int64_t p, GroupPair& out) {
   constexpr int64_t kBytes = dtype_block_bytes(D);
-  int64_t p = 0;
-  for (; 2 * p + 1 < nb; ++p) pack(decode_pair<D, true>(row + 2 * p * kBytes), out[p]);
-  if (2 * p < nb) pack(decode_pair<D, false>(row + 2 * p * kBytes), out[p]);
+  __m512i v[kGroupRows];
+  alignas(32) uint16_t half[2][kGroupRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kGroupRows; ++r) {
+    const uint8_t* block = rows[r] + 2 * p * kBytes;
+    _mm_prefetch(reinterpret_cast<const char*>(block) + kPrefetchBytes<D>, _MM_HINT_T0);
+    v[r] = pair_bytes<D, Pair>(block);
+    std::memcpy(&half[0][r], block, sizeof(uint16_t));
+    if constexpr (Pair) {
+      std::memcpy(&half[1][r], block + kBytes, sizeof(uint16_t));
+    } else {
+      half[1][r] = 0;
+    }
+  }
+  transpose16(v, out.w);
+  _mm512_store_ps(out.scale[0], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(half[0]))));
+  _mm512_store_ps(out.scale[1], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(half[1]))));
 }
 
-template <int MR, int R>
-LLAISYS_INLINE_AVX512_VNNI void zero(__m512 (&acc)[R][MR]) {
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) acc[r][i] = _mm512_setzero_ps();
+// Rows n0 .. n0 + valid - 1 of the weights (a short group repeats its last row) into np GroupPairs.
+template <DType D>
+LLAISYS_TARGET_AVX512_VNNI void decode_group(const WeightMatrix& w, int64_t n0, int64_t valid, int64_t nb,
+                                             GroupPair* out) {
+  const uint8_t* rows[kGroupRows];
+  for (int r = 0; r < kGroupRows; ++r) rows[r] = weight_row(w, n0 + std::min<int64_t>(r, valid - 1));
+  int64_t p = 0;
+  for (; 2 * p + 1 < nb; ++p) decode_group_pair<D, true>(rows, p, out[p]);
+  if (2 * p < nb) decode_group_pair<D, false>(rows, p, out[p]);
+}
+
+// acc[i] (row i of x, the group's 16 outputs in the lanes) += pair p, in the canonical order.
+template <int MR, bool Pair>
+LLAISYS_INLINE_AVX512_VNNI void multiply_pair(const GroupPair& g, const XRows& x, int64_t p, __m512 (&acc)[MR]) {
+  const int64_t b = 2 * p;
+  __m512i sum[2][MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    sum[0][i] = _mm512_set1_epi32(x.start[i * x.nb + b]);
+    if constexpr (Pair) sum[1][i] = _mm512_set1_epi32(x.start[i * x.nb + b + 1]);
+  }
+  const XRecord* records = x.records + p * x.M;
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) {
+    const int half = (j / 4) % 2;
+    if (!Pair && half == 1) continue;
+    const __m512i w = _mm512_load_si512(g.w[j]);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      int32_t q;
+      std::memcpy(&q, records[i].q + 4 * j, sizeof(q));
+      sum[half][i] = _mm512_dpbusd_epi32(sum[half][i], w, _mm512_set1_epi32(q));
+    }
+  }
+#pragma GCC unroll 2
+  for (int half = 0; half < (Pair ? 2 : 1); ++half) {
+    const __m512 dw = _mm512_load_ps(g.scale[half]);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x.d[i * x.nb + b + half]));
+      acc[i] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(sum[half][i]), acc[i]);
+    }
   }
 }
 
-// Output (row i of x, weight row r) is column a.n + r * row_step.
-template <int MR, int R>
-LLAISYS_INLINE_AVX512_VNNI void store(const __m512 (&acc)[R][MR], const RowArgs& a, int64_t row_step) {
+// store_output's operations, 16 columns at a time: sum + bias, then y + that (acc[i]: row i of y).
+template <int MR>
+LLAISYS_INLINE_AVX512_VNNI void store_group(const __m512 (&acc)[MR], int64_t n0, int64_t valid, const LinearJob& job,
+                                            float* y) {
+  const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
+  const __m512 bias = job.bias != nullptr ? _mm512_maskz_loadu_ps(mask, job.bias + n0) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    float* out = y + i * job.y_stride + n0;
+    __m512 v = job.bias != nullptr ? _mm512_add_ps(acc[i], bias) : acc[i];
+    if (job.accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), v);
+    _mm512_mask_storeu_ps(out, mask, v);
+  }
+}
+
+// MR rows of x against one decoded group: outputs n0 .. n0 + valid - 1 of those rows.
+template <int MR>
+LLAISYS_TARGET_AVX512_VNNI void group_rows(const GroupPair* g, const XRows& x, int64_t n0, int64_t valid,
+                                           const LinearJob& job, float* y) {
+  __m512 acc[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  int64_t p = 0;
+  for (; 2 * p + 1 < x.nb; ++p) multiply_pair<MR, true>(g[p], x, p, acc);
+  if (2 * p < x.nb) multiply_pair<MR, false>(g[p], x, p, acc);
+  store_group(acc, n0, valid, job, y);
+}
+
+// ---- few rows of x (decode): weight rows streamed, integer sums reduced into the lanes ---------
+
+// With one to four rows of x a decoded panel is used once, and transposing it costs more than the
+// products; instead each weight row's pair goes into vpdpbusd against x's arranged record (lane l:
+// 4 products of block b + (l / 4) % 2), and a tree of shuffles sums 16 rows' lanes into each
+// block's integers with the rows in the lanes, row r in lane lane_of_row(r) (then + start, the same
+// integers as the panel's; the f32 operations that follow are the canonical ones).
+constexpr int lane_of_row(int r) { return (r & 8) | ((r & 1) << 2) | ((r >> 1) & 3); }
+
+// [a: block b | a: block b + 1 | c: block b | c: block b + 1], 4 partial sums each.
+LLAISYS_INLINE_AVX512_VNNI __m512i fold_halves(__m512i a, __m512i c) {
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(a, c, 0x44), _mm512_shuffle_i32x4(a, c, 0xEE));
+}
+// Two folds (rows r0, r1 and r2, r3) -> 128-bit lanes [r0 b, r2 b][r0 b+1, r2 b+1][r1 b, r3 b][r1 b+1, r3 b+1], 2 sums each.
+LLAISYS_INLINE_AVX512_VNNI __m512i fold_quarters(__m512i f1, __m512i f2) {
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(f1, f2), _mm512_unpackhi_epi64(f1, f2));
+}
+// Rows 0-3 and 4-7 -> lanes [0 2 4 6 | b][0 2 4 6 | b+1][1 3 5 7 | b][1 3 5 7 | b+1], whole sums.
+LLAISYS_INLINE_AVX512_VNNI __m512i fold_pairs(__m512i g1, __m512i g2) {
+  const __m512 a = _mm512_castsi512_ps(g1), c = _mm512_castsi512_ps(g2);
+  return _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(a, c, 0x88)),
+                          _mm512_castps_si512(_mm512_shuffle_ps(a, c, 0xDD)));
+}
+
+template <DType D, int MR, bool Pair>
+LLAISYS_INLINE_AVX512_VNNI void stream_pair(const uint8_t* const (&rows)[kGroupRows], const XRows& x, int64_t p,
+                                            __m512 (&acc)[MR]) {
+  constexpr int64_t kBytes = dtype_block_bytes(D);
+  const XRecord* records = x.records + p * x.M;
+  __m512i xq[MR];
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    const int64_t n = a.n + r * row_step;
+  for (int i = 0; i < MR; ++i) xq[i] = _mm512_load_si512(records[i].q);
+  alignas(32) uint16_t half[2][kGroupRows];
+  __m512i h[2][MR], g[2][MR];
+#pragma GCC unroll 8
+  for (int quarter = 0; quarter < 4; ++quarter) {
+    __m512i f[2][MR];
+#pragma GCC unroll 2
+    for (int two = 0; two < 2; ++two) {
+      __m512i w[2];
+#pragma GCC unroll 2
+      for (int k = 0; k < 2; ++k) {
+        const int r = 4 * quarter + 2 * two + k;
+        const uint8_t* block = rows[r] + 2 * p * kBytes;
+        w[k] = pair_bytes<D, Pair>(block);
+        std::memcpy(&half[0][lane_of_row(r)], block, sizeof(uint16_t));
+        if constexpr (Pair) {
+          std::memcpy(&half[1][lane_of_row(r)], block + kBytes, sizeof(uint16_t));
+        } else {
+          half[1][lane_of_row(r)] = 0;
+        }
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m512i zero = _mm512_setzero_si512();
+        f[two][i] = fold_halves(_mm512_dpbusd_epi32(zero, w[0], xq[i]), _mm512_dpbusd_epi32(zero, w[1], xq[i]));
+      }
+    }
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
-      store_output(simd::reduce_lanes_avx512(acc[r][i]), a.bias, n, a.y + i * a.y_stride + n, a.accumulate);
-    }
-  }
-}
-
-template <DType D, int MR, int R>
-LLAISYS_TARGET_AVX512_VNNI void panel_rows(const RowArgs& a, const PackedPair* w, int64_t np) {
-  __m512 acc[R][MR];
-  zero(acc);
-  const int64_t nb = a.K / kBlock;
-  auto pair_at = [&]<bool Pair>(int64_t p) LLAISYS_INLINE_AVX512_VNNI_LAMBDA {
-    XPair xs[MR];
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) xs[i] = load_x<D, Pair>(a, i, p);
-#pragma GCC unroll 2
-    for (int r = 0; r < R; ++r) {
-      const WeightPair wp = unpack(w[r * np + p]);
-#pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i) acc[r][i] = multiply<D, Pair>(wp, xs[i], acc[r][i]);
-    }
-  };
-  int64_t p = 0;
-  for (; 2 * p + 1 < nb; ++p) pair_at.template operator()<true>(p);
-  if (2 * p < nb) pair_at.template operator()<false>(p);
-  store(acc, a, 1);
-}
-
-template <DType D, int MR, int R>
-LLAISYS_TARGET_AVX512_VNNI void rows_vnni(const RowArgs& a) {
-  __m512 acc[R][MR];
-  zero(acc);
-  const int64_t nb = a.K / kBlock;
-  int64_t p = 0;
-  for (; 2 * p + 1 < nb; ++p) step<D, MR, R, true>(a, p, acc);
-  if (2 * p < nb) step<D, MR, R, false>(a, p, acc);
-  store(acc, a, a.row_step);
-}
-
-// A per-thread scratch of at least `bytes`, 64-byte aligned (llaisys::AlignedBuffer), grown when short.
-std::byte* scratch(AlignedBuffer& buffer, std::size_t bytes) {
-  if (buffer.size() < bytes) buffer = AlignedBuffer(bytes);
-  return buffer.data();
-}
-
-// ---- which rows together ------------------------------------------------------------------------
-
-constexpr int64_t kRowsOfX = 4;     // MR at most
-constexpr int kWeightRows = 4;      // R: interleaved weight rows (as linear_quant.cpp's AVX-512 path)
-
-using RowsFn = void (*)(const RowArgs&);
-using RowTable = std::array<std::array<RowsFn, 2>, kRowsOfX>;  // [MR - 1][R > 1]
-
-template <DType D>
-struct Kernels {
-  template <int... Mr>
-  static constexpr RowTable vnni_table(std::integer_sequence<int, Mr...>) {
-    return {std::array<RowsFn, 2>{&rows_vnni<D, Mr + 1, 1>, &rows_vnni<D, Mr + 1, kWeightRows>}...};
-  }
-  template <int... Mr>
-  static constexpr RowTable scalar_table(std::integer_sequence<int, Mr...>) {
-    return {std::array<RowsFn, 2>{&rows_scalar<D, Mr + 1>, &rows_scalar<D, Mr + 1>}...};
-  }
-  static constexpr RowTable vnni = vnni_table(std::make_integer_sequence<int, kRowsOfX>{});
-  static constexpr RowTable scalar = scalar_table(std::make_integer_sequence<int, kRowsOfX>{});
-};
-
-using PanelFn = void (*)(const RowArgs&, const PackedPair*, int64_t);
-
-template <DType D>
-struct PanelKernels {
-  template <int... Mr>
-  static constexpr std::array<std::array<PanelFn, 2>, kPanelRowsOfX> make(std::integer_sequence<int, Mr...>) {
-    return {std::array<PanelFn, 2>{&panel_rows<D, Mr + 1, 1>, &panel_rows<D, Mr + 1, kPanelWeightRows>}...};
-  }
-  static constexpr std::array<std::array<PanelFn, 2>, kPanelRowsOfX> table =
-      make(std::make_integer_sequence<int, kPanelRowsOfX>{});
-};
-
-// Columns [n_begin, n_end) for rows m0 .. m0 + mr - 1; R weight rows at a time where the table has them.
-void run_columns(const RowTable& table, bool together, RowArgs args, int64_t mr, int64_t n_begin, int64_t n_end,
-                 bool streaming, const WeightMatrix& weight) {
-  const auto index = static_cast<std::size_t>(mr - 1);
-  int64_t n = n_begin;
-  if (together) {
-    // Streaming (few rows of x, weights from DRAM): rows n, n + step, ... together, long sequential
-    // streams. Otherwise adjacent rows, which stay in cache for the next rows of x.
-    args.row_step = streaming ? (n_end - n_begin) / kWeightRows : 1;
-    if (args.row_step > 0) {
-      const int64_t stop = streaming ? n_begin + args.row_step : n_end - (n_end - n_begin) % kWeightRows;
-      for (; n < stop; n += streaming ? 1 : kWeightRows) {
-        args.w = weight_row(weight, n);
-        args.n = n;
-        table[index][1](args);
+      const __m512i quarter_sums = fold_quarters(f[0][i], f[1][i]);
+      if (quarter % 2 == 0) {
+        g[quarter / 2][i] = quarter_sums;
+      } else {
+        h[quarter / 2][i] = fold_pairs(g[quarter / 2][i], quarter_sums);
       }
-      if (streaming) n = n_begin + kWeightRows * args.row_step;
     }
-    args.row_step = 1;
   }
-  for (; n < n_end; ++n) {
-    args.w = weight_row(weight, n);
-    args.n = n;
-    table[index][0](args);
+  const int64_t b = 2 * p;
+#pragma GCC unroll 2
+  for (int k = 0; k < (Pair ? 2 : 1); ++k) {
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(half[k])));
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m512i sums = _mm512_add_epi32(_mm512_shuffle_i32x4(h[0][i], h[1][i], k == 0 ? 0x88 : 0xDD),
+                                            _mm512_set1_epi32(x.start[i * x.nb + b + k]));
+      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x.d[i * x.nb + b + k]));
+      acc[i] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(sums), acc[i]);
+    }
+  }
+}
+
+// Outputs n0 .. n0 + valid - 1 of rows 0 .. MR - 1 of x, the weight rows streamed.
+template <DType D, int MR>
+LLAISYS_TARGET_AVX512_VNNI void stream_group(const WeightMatrix& weight, int64_t n0, int64_t valid, const XRows& x,
+                                             const LinearJob& job, float* y) {
+  const uint8_t* rows[kGroupRows];
+  for (int r = 0; r < kGroupRows; ++r) rows[r] = weight_row(weight, n0 + std::min<int64_t>(r, valid - 1));
+  __m512 acc[MR];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  // The group's rows are one run of bytes, and so are the next group's: fetch those ahead in
+  // sequence (one stream for the memory system, rather than 16 strided ones).
+  const int64_t group_bytes = kGroupRows * dtype_bytes(D, x.nb * kBlock);
+  const char* ahead = reinterpret_cast<const char*>(rows[0]) + group_bytes;
+  const int64_t np = pairs(x.nb * kBlock);
+  const int64_t lines_per_pair = (group_bytes / 64 + np - 1) / np;
+  int64_t p = 0;
+  for (; 2 * p + 1 < x.nb; ++p) {
+    for (int64_t l = 0; l < lines_per_pair; ++l) _mm_prefetch(ahead + (p * lines_per_pair + l) * 64, _MM_HINT_T0);
+    stream_pair<D, MR, true>(rows, x, p, acc);
+  }
+  if (2 * p < x.nb) stream_pair<D, MR, false>(rows, x, p, acc);
+  const __m512i back = _mm512_setr_epi32(lane_of_row(0), lane_of_row(1), lane_of_row(2), lane_of_row(3),
+                                         lane_of_row(4), lane_of_row(5), lane_of_row(6), lane_of_row(7),
+                                         lane_of_row(8), lane_of_row(9), lane_of_row(10), lane_of_row(11),
+                                         lane_of_row(12), lane_of_row(13), lane_of_row(14), lane_of_row(15));
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_permutexvar_ps(back, acc[i]);
+  store_group(acc, n0, valid, job, y);
+}
+
+constexpr int kTileRows = 4;  // rows of x per kernel call: 2 x 4 integer sums, 4 accumulators
+using GroupFn = void (*)(const GroupPair*, const XRows&, int64_t, int64_t, const LinearJob&, float*);
+constexpr GroupFn kGroupKernels[kTileRows] = {&group_rows<1>, &group_rows<2>, &group_rows<3>, &group_rows<4>};
+
+// L2 budgets (2 MiB a core here) of the decoded panel and of a block of x's records: at K = 896
+// (14 pairs) 14 groups and all 512 rows of a prefill; at K = 4864 (76 pairs) 2 groups and 104 rows.
+constexpr int64_t kPanelBytes = 256 * 1024, kRowBlockBytes = 512 * 1024;
+
+template <DType D>
+struct StreamKernels {
+  using Fn = void (*)(const WeightMatrix&, int64_t, int64_t, const XRows&, const LinearJob&, float*);
+  static constexpr Fn table[kTileRows] = {&stream_group<D, 1>, &stream_group<D, 2>, &stream_group<D, 3>,
+                                          &stream_group<D, 4>};
+};
+
+template <DType D>
+void columns_vnni(const RoundedRows& rounded, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin,
+                  int64_t n_end) {
+  const int64_t nb = K / kBlock, np = pairs(K);
+  if (M <= kTileRows) {
+    const XRows x = rows_of(rounded, M, nb, kOffsetKind<D>, 0);
+    for (int64_t n0 = n_begin; n0 < n_end; n0 += kGroupRows) {
+      StreamKernels<D>::table[M - 1](job.weight, n0, std::min<int64_t>(kGroupRows, n_end - n0), x, job, job.y);
+    }
+    return;
+  }
+  const int64_t group_bytes = np * static_cast<int64_t>(sizeof(GroupPair));
+  const int64_t panel_groups = std::max<int64_t>(1, kPanelBytes / group_bytes);
+  const int64_t row_block = std::max<int64_t>(kTileRows, kRowBlockBytes / (np * 64) / kTileRows * kTileRows);
+  thread_local AlignedBuffer buffer;
+  const int64_t groups = (n_end - n_begin + kGroupRows - 1) / kGroupRows;
+  const int64_t panel_size = std::min(panel_groups, groups);
+  auto* const panel = reinterpret_cast<GroupPair*>(scratch(buffer, static_cast<std::size_t>(panel_size * group_bytes)));
+  for (int64_t block = 0; block < M; block += row_block) {
+    const int64_t block_end = std::min(M, block + row_block);
+    for (int64_t g0 = 0; g0 < groups; g0 += panel_size) {
+      const int64_t count = std::min(panel_size, groups - g0);
+      for (int64_t g = 0; g < count; ++g) {
+        const int64_t n0 = n_begin + (g0 + g) * kGroupRows;
+        decode_group<D>(job.weight, n0, std::min<int64_t>(kGroupRows, n_end - n0), nb, panel + g * np);
+      }
+      for (int64_t m0 = block; m0 < block_end; m0 += kTileRows) {
+        const int64_t mr = std::min<int64_t>(kTileRows, block_end - m0);
+        const XRows x = rows_of(rounded, M, nb, kOffsetKind<D>, m0);
+        for (int64_t g = 0; g < count; ++g) {
+          const int64_t n0 = n_begin + (g0 + g) * kGroupRows;
+          kGroupKernels[mr - 1](panel + g * np, x, n0, std::min<int64_t>(kGroupRows, n_end - n0), job,
+                                job.y + m0 * job.y_stride);
+        }
+      }
+    }
   }
 }
 
 template <DType D>
 void columns_of(Isa isa, const RoundedRows& x, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin,
                 int64_t n_end) {
-  const bool vnni = isa == Isa::avx512 && supported();
-  const RowTable& table = vnni ? Kernels<D>::vnni : Kernels<D>::scalar;
-  const int64_t nb = K / kBlock, np = pairs(K);
-  const RowArgs args{.x = x.records, .pair_stride = M, .d = x.d, .K = K, .w = nullptr, .row_bytes = dtype_bytes(D, K),
-                     .row_step = 1, .bias = job.bias, .n = 0, .y = job.y, .y_stride = job.y_stride,
-                     .accumulate = job.accumulate};
-  auto rows_at = [&](int64_t m0) {
-    RowArgs at = args;
-    at.x = x.records + m0;
-    at.d = x.d + m0 * nb;
-    at.y = job.y + m0 * job.y_stride;
-    return at;
-  };
-  if (M <= kRowsOfX) return run_columns(table, vnni, rows_at(0), M, n_begin, n_end, true, job.weight);
-  if (vnni) {
-    // More rows: blocks of rows of x (their records: 64 rows x 256 bytes a pair) against panels of
-    // weight rows decoded once per block (PackedPair: 192 bytes a pair), both in L2; every output
-    // is still one kernel call's whole sum. Decoding a panel again for each block of x costs about
-    // a sixteenth of the block's products.
-    const int64_t panel_rows = std::clamp<int64_t>(kPanelBytes / (np * static_cast<int64_t>(sizeof(PackedPair))) / 2 * 2, 8, 64);
-    const int64_t row_block = std::clamp<int64_t>(kRowBlockBytes / (np * static_cast<int64_t>(sizeof(XRecord))) / 4 * 4, 8, 64);
-    // On 64-byte boundaries: every vector load of a pair within one cache line.
-    thread_local AlignedBuffer buffer;
-    auto* const panel =
-        reinterpret_cast<PackedPair*>(scratch(buffer, static_cast<std::size_t>(panel_rows * np) * sizeof(PackedPair)));
-    for (int64_t block = 0; block < M; block += row_block) {
-      const int64_t block_end = std::min(M, block + row_block);
-      for (int64_t n0 = n_begin; n0 < n_end; n0 += panel_rows) {
-        const int64_t count = std::min(panel_rows, n_end - n0);
-        for (int64_t c = 0; c < count; ++c) decode_panel<D>(weight_row(job.weight, n0 + c), nb, panel + c * np);
-        for (int64_t m0 = block; m0 < block_end; m0 += kPanelRowsOfX) {
-          RowArgs at = rows_at(m0);
-          const auto& kernels =
-              PanelKernels<D>::table[static_cast<std::size_t>(std::min<int64_t>(kPanelRowsOfX, block_end - m0) - 1)];
-          int64_t c = 0;
-          for (; c + kPanelWeightRows <= count; c += kPanelWeightRows) {
-            at.n = n0 + c;
-            kernels[1](at, panel + c * np, np);
-          }
-          for (; c < count; ++c) {
-            at.n = n0 + c;
-            kernels[0](at, panel + c * np, np);
-          }
-        }
-      }
-    }
-    return;
-  }
-  // The scalar form: a panel of weight rows stays in cache while every group of rows of x passes.
-  for (int64_t n0 = n_begin; n0 < n_end; n0 += kPanelColumns) {
-    const int64_t n1 = std::min(n_end, n0 + kPanelColumns);
-    for (int64_t m0 = 0; m0 < M; m0 += kRowsOfX) {
-      run_columns(table, vnni, rows_at(m0), std::min(kRowsOfX, M - m0), n0, n1, false, job.weight);
-    }
-  }
+  if (isa == Isa::avx512 && supported()) return columns_vnni<D>(x, M, K, job, n_begin, n_end);
+  columns_scalar<D>(rows_of(x, M, K / kBlock, kOffsetKind<D>, 0), M, K, job, n_begin, n_end);
 }
 
 }  // namespace
@@ -430,14 +450,19 @@ bool eligible(DType dtype) { return dtype == DType::q8_0 || dtype == DType::q4_0
 
 namespace {
 
-// One pair of blocks of one row (b = 2 p, 2 p + 1; the second may be missing) into its record and d.
-void quantize_pair_scalar(const float* row, int64_t p, int64_t nb, XRecord& record, float* d) {
+// Block b's starts (linear_int8.hpp) from the sum of its q.
+void store_starts(int32_t sum, int64_t at, int64_t plane, int32_t* start) {
+  for (int kind = 0; kind < kOffsetKinds; ++kind) start[kind * plane + at] = -kOffsets[kind] * sum;
+}
+
+// One pair of blocks of one row (b = 2 p, 2 p + 1; the second may be missing) into its record, d
+// and starts (row m's: at m * nb + b, planes of `plane` values).
+void quantize_pair_scalar(const float* row, int64_t p, int64_t nb, XRecord& record, float* d, int32_t* start,
+                          int64_t row_at, int64_t plane) {
   int8_t block_q[2][kBlock];
-  float block_d[2];
   for (int half = 0; half < 2; ++half) {
     const int64_t b = 2 * p + half;
     std::memset(block_q[half], 0, kBlock);
-    block_d[half] = 0.0f;
     if (b >= nb) continue;
     const float* v = row + b * kBlock;
     float amax = 0.0f;
@@ -446,30 +471,27 @@ void quantize_pair_scalar(const float* row, int64_t p, int64_t nb, XRecord& reco
       finite = finite && std::isfinite(v[e]);
       amax = std::max(amax, std::fabs(v[e]));
     }
+    int32_t sum = 0;
     if (!finite) {  // NaN or infinity in the block: its products are NaN
-      block_d[half] = NAN;
+      d[row_at + b] = NAN;
     } else {
       const float dx = amax / 127.0f, inv = dx > 0.0f ? 1.0f / dx : 0.0f;
       for (int e = 0; e < kBlock; ++e) {
         block_q[half][e] = static_cast<int8_t>(std::nearbyint(std::clamp(v[e] * inv, -127.0f, 127.0f)));
+        sum += block_q[half][e];
       }
-      block_d[half] = dx;
+      d[row_at + b] = dx;
     }
-    d[b] = block_d[half];
+    store_starts(sum, row_at + b, plane, start);
   }
   for (int at = 0; at < 64; ++at) record.q[at] = block_q[arranged_block(at)][arranged_element(at)];
-  for (int l = 0; l < 16; ++l) {
-    const int32_t sum = record.q[4 * l] + record.q[4 * l + 1] + record.q[4 * l + 2] + record.q[4 * l + 3];
-    record.scale[l] = block_d[arranged_block(4 * l)];
-    record.start[0][l] = -8 * sum;
-    record.start[1][l] = -16 * sum;
-  }
 }
 
 // The same with AVX-512 (the same operations on each value: max of |x|, one division, one
 // reciprocal, a product, a clamp, round to nearest even), for pairs of two finite blocks; anything
 // else goes to the scalar form. A prefill's rows are long: 2.5 M values per linear at K = 4864.
-LLAISYS_TARGET_AVX512_VNNI bool quantize_pair_avx512(const float* row, int64_t p, int64_t nb, XRecord& record, float* d) {
+LLAISYS_TARGET_AVX512_VNNI bool quantize_pair_avx512(const float* row, int64_t p, int64_t nb, XRecord& record,
+                                                     float* d, int32_t* start, int64_t row_at, int64_t plane) {
   if (2 * p + 1 >= nb) return false;
   const float* v = row + 2 * p * kBlock;
   __m512 x[4];
@@ -479,12 +501,12 @@ LLAISYS_TARGET_AVX512_VNNI bool quantize_pair_avx512(const float* row, int64_t p
     if (_mm512_fpclass_ps_mask(x[j], kNotFinite) != 0) return false;
   }
   const __m512 magnitude = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
-  float dx[2], inv[2];
+  float inv[2];
   for (int half = 0; half < 2; ++half) {
     const __m512 m = _mm512_max_ps(_mm512_and_ps(x[2 * half], magnitude), _mm512_and_ps(x[2 * half + 1], magnitude));
-    dx[half] = _mm512_reduce_max_ps(m) / 127.0f;
-    inv[half] = dx[half] > 0.0f ? 1.0f / dx[half] : 0.0f;
-    d[2 * p + half] = dx[half];
+    const float dx = _mm512_reduce_max_ps(m) / 127.0f;
+    inv[half] = dx > 0.0f ? 1.0f / dx : 0.0f;
+    d[row_at + 2 * p + half] = dx;
   }
   const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
   __m128i bytes[4];
@@ -497,25 +519,25 @@ LLAISYS_TARGET_AVX512_VNNI bool quantize_pair_avx512(const float* row, int64_t p
   const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(bytes[2], bytes[0])),
                                        _mm256_set_m128i(bytes[3], bytes[1]), 1);
   _mm512_storeu_si512(record.q, q);
+  // Lane l: the sum of arranged q 4 l .. 4 l + 3, of block b (l / 4 even) or b + 1.
   const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), q);
-  _mm512_storeu_si512(record.start[0], _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 3)));
-  _mm512_storeu_si512(record.start[1], _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 4)));
-  _mm512_storeu_ps(record.scale, _mm512_mask_blend_ps(0xF0F0, _mm512_set1_ps(dx[0]), _mm512_set1_ps(dx[1])));
+  store_starts(_mm512_mask_reduce_add_epi32(0x0F0F, sums), row_at + 2 * p, plane, start);
+  store_starts(_mm512_mask_reduce_add_epi32(0xF0F0, sums), row_at + 2 * p + 1, plane, start);
   return true;
 }
 
 }  // namespace
 
 void quantize_rows(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K, int64_t begin, int64_t end,
-                   XRecord* records, float* d) {
-  const int64_t nb = K / kBlock, np = pairs(K);
+                   XRecord* records, float* d, int32_t* start) {
+  const int64_t nb = K / kBlock, np = pairs(K), plane = M * nb;
   const bool vector = isa == Isa::avx512 && supported();
   for (int64_t m = begin; m < end; ++m) {
     const float* row = x + m * x_stride;
     for (int64_t p = 0; p < np; ++p) {
       XRecord& record = records[p * M + m];
-      if (!(vector && quantize_pair_avx512(row, p, nb, record, d + m * nb))) {
-        quantize_pair_scalar(row, p, nb, record, d + m * nb);
+      if (!(vector && quantize_pair_avx512(row, p, nb, record, d, start, m * nb, plane))) {
+        quantize_pair_scalar(row, p, nb, record, d, start, m * nb, plane);
       }
     }
   }
@@ -523,14 +545,16 @@ void quantize_rows(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t
 
 RoundedRows round_rows(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, int64_t K) {
   const auto record_bytes = static_cast<std::size_t>(M * pairs(K)) * sizeof(XRecord);
+  const auto plane = static_cast<std::size_t>(M * (K / kBlock));
   thread_local AlignedBuffer buffer;
-  std::byte* base = scratch(buffer, record_bytes + static_cast<std::size_t>(M * (K / kBlock)) * sizeof(float));
+  std::byte* base = scratch(buffer, record_bytes + plane * (sizeof(float) + kOffsetKinds * sizeof(int32_t)));
   auto* records = reinterpret_cast<XRecord*>(base);
   auto* d = reinterpret_cast<float*>(base + record_bytes);
+  auto* start = reinterpret_cast<int32_t*>(base + record_bytes + plane * sizeof(float));
   ctx.pool->parallel_for(M, 1, [&](int64_t begin, int64_t end) {
-    quantize_rows(ctx.isa, x, x_stride, M, K, begin, end, records, d);
+    quantize_rows(ctx.isa, x, x_stride, M, K, begin, end, records, d, start);
   }, K);
-  return {.records = records, .d = d};
+  return {.records = records, .d = d, .start = start};
 }
 
 void columns(Isa isa, const RoundedRows& x, int64_t M, int64_t K, const LinearJob& job, int64_t n_begin,

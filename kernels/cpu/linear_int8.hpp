@@ -1,20 +1,22 @@
 #pragma once
 // The int8 dot-product path of linear for the 32-element quantized types with one scale per block
-// (Q8_0, Q4_0, Q5_0: CpuContext::int8_quant, the decoder's "matmul": "int8"): llama.cpp's way. Each row of x is rounded once to 8-bit blocks of 32
-// (dx = max|x| / 127, q = round(x / dx), as llama.cpp's Q8_0 activations but with an f32 scale), the
-// weights stay in their blocks as signed 8-bit integers, and `vpdpbusd` makes 64 multiply-adds per
-// instruction; no weight is converted to float.
+// (Q8_0, Q4_0, Q5_0: CpuContext::int8_quant, the decoder's "matmul": "int8"): llama.cpp's way. Each
+// row of x is rounded once to 8-bit blocks of 32 (dx = max|x| / 127, q = round(x / dx), as
+// llama.cpp's Q8_0 activations but with an f32 scale), the weights stay in their blocks as 8-bit
+// integers, and `vpdpbusd` makes 64 multiply-adds per instruction; no weight is converted to float.
 //
-// Canonical order (what makes every M, thread count and ISA path give the same bits): blocks are
-// taken in pairs (b, b + 1), their 64 elements arranged as [b: 0..15][b + 1: 0..15][b: 16..31]
-// [b + 1: 16..31] (how a Q4_0 / Q5_0 pair's nibbles fall out of one 256-bit load); lane l (0..15) of
-// the pair holds the integer dot product of arranged elements 4 l .. 4 l + 3, which belong to block
-// b' = b + (l / 4) % 2 (exact), and
-//   lane[l] = fma(dw[b'] * dx[b'], float(that integer), lane[l])   (the product rounded)
-// pair after pair, a missing last block of an odd count leaving its lanes as they are; then
-// simd::reduce_lanes, + bias, (accumulate) + y as every linear path. The integers are exact, so
-// this is a fixed sequence of f32 operations per output: batch invariance holds within the mode
-// (its results differ from the exact path's, by the rounding of x to 8 bits).
+// Canonical order (what makes every M, thread count and ISA path give the same bits): for output
+// (m, n), block by block b = 0, 1, ...,
+//   i = sum over the block's 32 elements of q_x * q_w          (an exact integer)
+//   acc = fma(dw[n, b] * dx[m, b], float(i), acc)             (acc starting at 0; float(i) exact)
+// then + bias, (accumulate) + y as every linear path. The integers are exact whichever way they are
+// summed, so this is one fixed sequence of f32 operations per output: batch invariance holds within
+// the mode (its results differ from the exact path's, by the rounding of x to 8 bits).
+//
+// How the AVX-512 form gets there: 16 weight rows are decoded together into a panel whose vector j
+// holds 4 bytes of each row (the rows in the lanes), and x's 4 bytes are broadcast, so one
+// vpdpbusd advances 16 outputs' sums; a block's integers need 8 of them, then one convert, one
+// multiply and one fma per 16 outputs (the per-element work is the dot product alone).
 // Internal to kernels/cpu.
 
 #include <cstdint>
@@ -34,26 +36,27 @@ bool supported();
 // The weight types the mode multiplies this way; every other weight type keeps its path.
 bool eligible(DType dtype);
 
-// x [M, K] rounded (K a multiple of 32), in the canonical arrangement: one record per (pair of
-// blocks, row of x), record p * M + m, so that the rows a kernel multiplies together sit side by
-// side; and each block's dx.
+// x [M, K] rounded (K a multiple of 32). Blocks are taken in pairs (b, b + 1) whose 64 values are
+// arranged [b: 0..15][b + 1: 0..15][b: 16..31][b + 1: 16..31] (how a Q4_0 / Q5_0 pair's nibbles fall
+// out of one 256-bit load; a missing last block's half 0): one record per (pair, row of x), record
+// p * M + m, so that the rows a kernel multiplies together sit side by side.
 struct XRecord {
-  int8_t q[64];        // round(x / dx) in [-127, 127], arranged as above; a missing last block's half 0
-  float scale[16];     // each lane's dx (0 for a missing block's lanes)
-  int32_t start[2][16];  // each lane's -8 and -16 times the sum of its four q: where the Q4_0 /
-                         // Q5_0 products start, their weights going in unsigned
+  int8_t q[64];  // round(x / dx) in [-127, 127], arranged as above
 };
-static_assert(sizeof(XRecord) == 256);
+static_assert(sizeof(XRecord) == 64);
 inline int64_t pairs(int64_t K) { return (K + 63) / 64; }
-// d [M][K / 32]: dx of each block; NaN for a block holding a NaN or an infinity (its products are
-// NaN, as the exact path's would be; its q are 0).
+// The weights go into vpdpbusd unsigned (Q4_0: q, Q5_0: q, Q8_0: q + 128, each offset by 8, 16,
+// 128), so each block's integer starts at -offset * (sum of its q_x): start[kind][m * nb + b].
+inline constexpr int kOffsetKinds = 3;
 struct RoundedRows {
   const XRecord* records;  // [pairs(K)][M]
-  const float* d;          // [M][K / 32]
+  const float* d;          // [M][K / 32]: dx of each block; NaN for a block holding a NaN or an
+                           // infinity (its products are NaN, as the exact path's would be; its q 0)
+  const int32_t* start;    // [kOffsetKinds][M][K / 32]
 };
-// isa: which form rounds (every one gives the same bits).
+// isa: which form rounds (every one gives the same bits). start: [kOffsetKinds][M][K / 32].
 void quantize_rows(Isa isa, const float* x, int64_t x_stride, int64_t M, int64_t K, int64_t begin, int64_t end,
-                   XRecord* records, float* d);
+                   XRecord* records, float* d, int32_t* start);
 
 // All M rows rounded by ctx's threads, into the calling thread's scratch (64-byte aligned: split
 // loads made the prefill 2x slower); valid until its next call.

@@ -106,8 +106,10 @@ Result<std::unique_ptr<DeviceContext>> make_cpu_context(const CpuOptions& option
     // Intel's ran slower than the f32 FMAs (Emerald Rapids: 0.85x the prefill, quantized decode 0.6x),
     // so "auto" stays exact there; "bf16" still insists. docs/BENCHMARKS.md has both.
     if (cpu::bf16dot::supported() && *isa == cpu::Isa::avx512 && cpu::cpu_is_amd()) matmul = cpu::MatmulPrecision::bf16;
-    // Not the int8 mode: on Emerald Rapids it decodes Q8_0 / Q4_0 / Q5_0 1.2-1.3x faster but
-    // prefills at 0.75-0.8x (docs/BENCHMARKS.md); "int8" asks for it.
+    // Q8_0 / Q4_0 / Q5_0 weights in the int8 mode where VNNI runs it (llama.cpp's arithmetic for
+    // these files): on Emerald Rapids it decodes 1.15-1.25x and prefills 2-2.5x the exact path
+    // (docs/BENCHMARKS.md). Without VNNI only its scalar form would run: exact instead.
+    int8_quant = *isa == cpu::Isa::avx512 && cpu::int8dot::supported();
   } else if (options.matmul != "f32") {
     return make_error(ErrorCode::invalid_argument, "option matmul: expected f32, bf16, int8 or auto, got \"{}\"",
                       options.matmul);

@@ -66,27 +66,16 @@ IntRow integer_row(DType dtype, const uint8_t* row, const float* dense, int64_t 
   return r;
 }
 
-// The canonical order: pairs of blocks (b0, b0 + 1) arranged [b0: 0..15][b0 + 1: 0..15][b0: 16..31]
-// [b0 + 1: 16..31]; lane l takes arranged positions 4 l .. 4 l + 3, all of block b0 + (l / 4) % 2.
+// The canonical order: block by block, the block's exact integer dot product, then
+// acc = fma(dw * dx, float(that integer), acc) from acc = 0.
 float int8_dot(const int* xq, const float* xd, const IntRow& w, int64_t k) {
-  const int64_t nb = k / kBlock;
-  float lanes[16] = {};
-  for (int64_t b0 = 0; b0 < nb; b0 += 2) {
-    for (int l = 0; l < 16; ++l) {
-      const int64_t b = b0 + (l / 4) % 2;
-      if (b >= nb) continue;
-      int dot = 0;
-      for (int at = 4 * l; at < 4 * l + 4; ++at) {
-        const int64_t e = b * kBlock + (at / 32) * 16 + at % 16;
-        dot += xq[e] * w.w[static_cast<std::size_t>(e)];
-      }
-      lanes[l] = std::fma(w.d[static_cast<std::size_t>(b)] * xd[b], static_cast<float>(dot), lanes[l]);
-    }
+  float acc = 0.0f;
+  for (int64_t b = 0; b < k / kBlock; ++b) {
+    int dot = 0;
+    for (int64_t e = b * kBlock; e < (b + 1) * kBlock; ++e) dot += xq[e] * w.w[static_cast<std::size_t>(e)];
+    acc = std::fma(w.d[static_cast<std::size_t>(b)] * xd[b], static_cast<float>(dot), acc);
   }
-  for (int width = 8; width >= 1; width /= 2) {
-    for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
-  }
-  return lanes[0];
+  return acc;
 }
 
 std::vector<Isa> isas_to_test() {
