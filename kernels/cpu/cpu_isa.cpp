@@ -51,7 +51,8 @@ bool cpu_has_avx512_bf16() {
 
 bool cpu_has_avx512_vnni() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return isa_supported(Isa::avx512) && leaf7(0, ebx, ecx, edx, eax) && (ecx & (1u << 11)) != 0;
+  constexpr unsigned kVbmi = 1u << 1, kVnni = 1u << 11, kBitalg = 1u << 12;
+  return isa_supported(Isa::avx512) && leaf7(0, ebx, ecx, edx, eax) && (ecx & (kVbmi | kVnni | kBitalg)) == (kVbmi | kVnni | kBitalg);
 }
 
 bool cpu_has_amx() {

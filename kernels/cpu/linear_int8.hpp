@@ -29,8 +29,9 @@ namespace llaisys::cpu::int8dot {
 
 inline constexpr int64_t kBlock = 32;
 
-// AVX-512 with VNNI (vpdpbusd): the mode's fast form. Without it the mode runs the scalar form
-// (same bits, much slower).
+// AVX-512 with VNNI (vpdpbusd), VBMI (vpermb) and BITALG (vpshufbitqmb), as Ice Lake, Zen 4 and
+// later have: the mode's fast form. Without them the mode runs the scalar form (same bits, much
+// slower), and "auto" does not choose it.
 bool supported();
 
 // The weight types the mode multiplies this way; every other weight type keeps its path.

@@ -21,9 +21,10 @@
 #define LLAISYS_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define LLAISYS_TARGET_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
-// AVX-512 with VNNI (vpdpbusd): the int8 dot-product mode (linear_int8.hpp).
+// AVX-512 with VNNI (vpdpbusd), VBMI (vpermb) and BITALG (vpshufbitqmb): the int8 dot-product mode
+// (linear_int8.hpp).
 #define LLAISYS_TARGET_AVX512_VNNI \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx512bitalg,avx2,fma,f16c")))
 // AVX-512 with AVX512-BF16 (vdpbf16ps, vcvtne2ps2bf16): the bf16 dot-product mode (linear_bf16.hpp).
 #define LLAISYS_TARGET_AVX512_BF16 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
