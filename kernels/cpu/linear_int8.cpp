@@ -357,13 +357,22 @@ LLAISYS_INLINE_AVX512_VNNI void stream_pair(const uint8_t* const (&rows)[kGroupR
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(half[k])));
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
-      const __m512i sums = _mm512_add_epi32(_mm512_shuffle_i32x4(h[0][i], h[1][i], k == 0 ? 0x88 : 0xDD),
-                                            _mm512_set1_epi32(x.start[i * x.nb + b + k]));
+      // Lanes [0 2 4 6 | 1 3 5 7] of h[0] and of h[1]: block b (0x88) or b + 1 (0xDD), an immediate either way.
+      const __m512i block_sums =
+          k == 0 ? _mm512_shuffle_i32x4(h[0][i], h[1][i], 0x88) : _mm512_shuffle_i32x4(h[0][i], h[1][i], 0xDD);
+      const __m512i sums = _mm512_add_epi32(block_sums, _mm512_set1_epi32(x.start[i * x.nb + b + k]));
       const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x.d[i * x.nb + b + k]));
       acc[i] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(sums), acc[i]);
     }
   }
 }
+
+// Groups up to this size have the next one fetched into L1 (48 KiB here) while they are read: their
+// rows are too short for the hardware prefetchers to follow 16 of them. Longer rows (K = 4864: a
+// Q8_0 group is 82 KB) they do follow, and fetching ahead only got in the way (the qwen2-0.5b
+// decode's matrices in Q8_0, one-row GEMV, 2 threads: ffn_down 4.7-4.8 ms a token without,
+// 7.2-7.8 with the next group fetched into L1 or L2, 4.9-5.3 on the exact path).
+constexpr int64_t kFetchedGroupBytes = 16 * 1024;
 
 // Outputs n0 .. n0 + valid - 1 of rows 0 .. MR - 1 of x, the weight rows streamed.
 template <DType D, int MR>
@@ -378,13 +387,17 @@ LLAISYS_TARGET_AVX512_VNNI void stream_group(const WeightMatrix& weight, int64_t
   // sequence (one stream for the memory system, rather than 16 strided ones).
   const int64_t group_bytes = kGroupRows * dtype_bytes(D, x.nb * kBlock);
   // (Measured, model decode: Q4_K_M 29 tokens/s without it against 35; Q4_0 37 with each row
-  // fetched 512 bytes ahead instead, against 43-47; two groups ahead, or into L2, no better.)
+  // fetched 512 bytes ahead instead, against 43-47; two groups ahead, or into L2, no better;
+  // each row read whole in turn, its lane vectors kept for the reduction, slower still.)
   const char* ahead = reinterpret_cast<const char*>(rows[0]) + group_bytes;
   const int64_t np = pairs(x.nb * kBlock);
   const int64_t lines_per_pair = (group_bytes / 64 + np - 1) / np;
   int64_t p = 0;
+  const bool fetch = group_bytes <= kFetchedGroupBytes;
   for (; 2 * p + 1 < x.nb; ++p) {
-    for (int64_t l = 0; l < lines_per_pair; ++l) _mm_prefetch(ahead + (p * lines_per_pair + l) * 64, _MM_HINT_T0);
+    if (fetch) {
+      for (int64_t l = 0; l < lines_per_pair; ++l) _mm_prefetch(ahead + (p * lines_per_pair + l) * 64, _MM_HINT_T0);
+    }
     stream_pair<D, MR, true>(rows, x, p, acc);
   }
   if (2 * p < x.nb) stream_pair<D, MR, false>(rows, x, p, acc);
@@ -465,7 +478,14 @@ bool supported() {
   return has;
 }
 
-bool eligible(DType dtype) { return dtype == DType::q8_0 || dtype == DType::q4_0 || dtype == DType::q5_0; }
+bool eligible(Int8Weights which, DType dtype) {
+  switch (which) {
+    case Int8Weights::none: return false;
+    case Int8Weights::q4_0_q5_0: return dtype == DType::q4_0 || dtype == DType::q5_0;
+    case Int8Weights::all: return dtype == DType::q8_0 || dtype == DType::q4_0 || dtype == DType::q5_0;
+  }
+  return false;
+}
 
 namespace {
 

@@ -73,8 +73,8 @@ Agreement compare_with_reference(const std::string& type, const std::string& opt
 
 TEST_CASE("each tiny-llama GGUF file gives llama.cpp's logits on that file", "[gguf]") {
   const std::string type = GENERATE("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K");
-  // The plugins' default (on a VNNI CPU the Q8_0 / Q4_0 / Q5_0 matrices take the int8 mode; named
-  // here, as open_plugin_model otherwise names the exact path) and the exact path.
+  // The plugins' default (on a CPU with AVX512-VNNI/VBMI/BITALG the Q4_0 / Q5_0 matrices take the
+  // int8 mode; named here, as open_plugin_model otherwise names the exact path) and the exact path.
   const std::string options = GENERATE(as<std::string>{}, R"({"matmul": "auto"})", R"({"matmul": "f32"})");
   CAPTURE(type, options);
   const Agreement a = compare_with_reference(type, options, 48);
@@ -109,7 +109,7 @@ TEST_CASE("in the bf16 matmul mode each quantized tiny-llama file stays within l
 TEST_CASE("in the int8 matmul mode the Q8_0 and Q4_0 tiny-llama files stay within llama.cpp's tolerance",
           "[gguf][int8]") {
   // Activations rounded to 8-bit blocks and integer products: what llama.cpp itself does with
-  // these files. The scalar form runs where the CPU lacks AVX512-VNNI (same bits, slower).
+  // these files. The scalar form runs where the CPU lacks AVX512-VNNI/VBMI/BITALG (same bits, slower).
   const std::string type = GENERATE("Q8_0", "Q4_0");
   CAPTURE(type);
   const Agreement a = compare_with_reference(type, R"({"matmul": "int8"})", 48);
