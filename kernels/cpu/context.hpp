@@ -13,18 +13,13 @@ namespace llaisys::cpu {
 // has it (elsewhere linear falls back to f32).
 enum class MatmulPrecision { f32, bf16 };
 
-// Which quantized weights multiply activations rounded to 8-bit blocks with integer dot products
-// (linear_int8.hpp), whatever `matmul` says for the others: none, Q4_0 and Q5_0 (what the decoder's
-// "auto" picks where the CPU runs it: faster than the exact path in decode and prefill), or Q8_0
-// too ("matmul": "int8"; Q8_0's exact decode is already at the memory's rate, and its int8 decode
-// measured 0.85-0.9x of it, for 2x the prefill).
-enum class Int8Weights { none, q4_0_q5_0, all };
-
 struct CpuContext {
   ThreadPool* pool = nullptr;  // never null
   Isa isa = Isa::scalar;
   MatmulPrecision matmul = MatmulPrecision::f32;
-  Int8Weights int8 = Int8Weights::none;
+  // Q8_0, Q4_0 and Q5_0 weights multiply activations rounded to 8-bit blocks with integer dot
+  // products (linear_int8.hpp), whatever `matmul` says for the other weights.
+  bool int8_quant = false;
 };
 
 }  // namespace llaisys::cpu

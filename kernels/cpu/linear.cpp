@@ -370,7 +370,7 @@ void linear(const CpuContext& ctx, const float* x, int64_t x_stride, int64_t M, 
   }
 
   // The int8 path: the activations are rounded to 8-bit blocks once, for every job with eligible weights.
-  const auto int8_job = [&](const LinearJob& j) { return int8dot::eligible(ctx.int8, j.weight.dtype); };
+  const auto int8_job = [&](const LinearJob& j) { return ctx.int8_quant && int8dot::eligible(j.weight.dtype); };
   const int8dot::RoundedRows xq =
       std::any_of(jobs.begin(), jobs.end(), int8_job) ? int8dot::round_rows(ctx, x, x_stride, M, K) : int8dot::RoundedRows{};
 

@@ -367,47 +367,70 @@ LLAISYS_INLINE_AVX512_VNNI void stream_pair(const uint8_t* const (&rows)[kGroupR
   }
 }
 
-// Groups up to this size have the next one fetched into L1 (48 KiB here) while they are read: their
-// rows are too short for the hardware prefetchers to follow 16 of them. Longer rows (K = 4864: a
-// Q8_0 group is 82 KB) they do follow, and fetching ahead only got in the way (the qwen2-0.5b
-// decode's matrices in Q8_0, one-row GEMV, 2 threads: ffn_down 4.7-4.8 ms a token without,
+// Groups of adjacent rows up to this size have the next group fetched into L1 (48 KiB here) while
+// they are read: their rows are too short for the hardware prefetchers to follow 16 of them. Longer
+// rows (K = 4864: 82 KB a Q8_0 group) they do follow, and fetching ahead only got in the way (the
+// qwen2-0.5b decode's ffn_down in Q8_0, one-row GEMV, 2 threads: 4.7-4.8 ms a token without,
 // 7.2-7.8 with the next group fetched into L1 or L2, 4.9-5.3 on the exact path).
 constexpr int64_t kFetchedGroupBytes = 16 * 1024;
+// Far-apart rows (row_step > 1): each row is a stream of its own, fetched this far ahead.
+template <DType D>
+constexpr int64_t kStreamAhead = D == DType::q8_0 ? 2048 : 1024;
 
-// Outputs n0 .. n0 + valid - 1 of rows 0 .. MR - 1 of x, the weight rows streamed.
+// Outputs n0 + r * row_step (r < valid) of rows 0 .. MR - 1 of x, the weight rows streamed: 16
+// adjacent rows (row_step 1) or 16 rows row_step apart, each the start of a long run of rows read
+// in turn (columns_vnni; what Q8_0 needs to read at the memory's rate).
 template <DType D, int MR>
-LLAISYS_TARGET_AVX512_VNNI void stream_group(const WeightMatrix& weight, int64_t n0, int64_t valid, const XRows& x,
-                                             const LinearJob& job, float* y) {
+LLAISYS_TARGET_AVX512_VNNI void stream_group(const WeightMatrix& weight, int64_t n0, int64_t row_step, int64_t valid,
+                                             const XRows& x, const LinearJob& job, float* y) {
+  constexpr int64_t kBytes = dtype_block_bytes(D);
   const uint8_t* rows[kGroupRows];
-  for (int r = 0; r < kGroupRows; ++r) rows[r] = weight_row(weight, n0 + std::min<int64_t>(r, valid - 1));
+  for (int r = 0; r < kGroupRows; ++r) rows[r] = weight_row(weight, n0 + std::min<int64_t>(r, valid - 1) * row_step);
   __m512 acc[MR];
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
-  // The group's rows are one run of bytes, and so are the next group's: fetch those ahead in
-  // sequence (one stream for the memory system, rather than 16 strided ones).
+  // Adjacent rows are one run of bytes, and so are the next group's: fetched ahead in sequence
+  // (one stream for the memory system, rather than 16 strided ones). Measured, model decode:
+  // Q4_K_M 29 tokens/s without it against 35; Q4_0 37 with each row fetched 512 bytes ahead
+  // instead, against 43-47; two groups ahead, or into L2, no better; each row read whole in turn,
+  // its lane vectors kept for the reduction, slower still.
   const int64_t group_bytes = kGroupRows * dtype_bytes(D, x.nb * kBlock);
-  // (Measured, model decode: Q4_K_M 29 tokens/s without it against 35; Q4_0 37 with each row
-  // fetched 512 bytes ahead instead, against 43-47; two groups ahead, or into L2, no better;
-  // each row read whole in turn, its lane vectors kept for the reduction, slower still.)
   const char* ahead = reinterpret_cast<const char*>(rows[0]) + group_bytes;
   const int64_t np = pairs(x.nb * kBlock);
   const int64_t lines_per_pair = (group_bytes / 64 + np - 1) / np;
+  const bool fetch_group = row_step == 1 && group_bytes <= kFetchedGroupBytes;
   int64_t p = 0;
-  const bool fetch = group_bytes <= kFetchedGroupBytes;
   for (; 2 * p + 1 < x.nb; ++p) {
-    if (fetch) {
+    if (row_step > 1) {
+      for (const uint8_t* row : rows) {
+        _mm_prefetch(reinterpret_cast<const char*>(row) + 2 * p * kBytes + kStreamAhead<D>, _MM_HINT_T0);
+      }
+    } else if (fetch_group) {
       for (int64_t l = 0; l < lines_per_pair; ++l) _mm_prefetch(ahead + (p * lines_per_pair + l) * 64, _MM_HINT_T0);
     }
     stream_pair<D, MR, true>(rows, x, p, acc);
   }
   if (2 * p < x.nb) stream_pair<D, MR, false>(rows, x, p, acc);
-  const __m512i back = _mm512_setr_epi32(lane_of_row(0), lane_of_row(1), lane_of_row(2), lane_of_row(3),
-                                         lane_of_row(4), lane_of_row(5), lane_of_row(6), lane_of_row(7),
-                                         lane_of_row(8), lane_of_row(9), lane_of_row(10), lane_of_row(11),
-                                         lane_of_row(12), lane_of_row(13), lane_of_row(14), lane_of_row(15));
+  if (row_step == 1) {
+    const __m512i back = _mm512_setr_epi32(lane_of_row(0), lane_of_row(1), lane_of_row(2), lane_of_row(3),
+                                           lane_of_row(4), lane_of_row(5), lane_of_row(6), lane_of_row(7),
+                                           lane_of_row(8), lane_of_row(9), lane_of_row(10), lane_of_row(11),
+                                           lane_of_row(12), lane_of_row(13), lane_of_row(14), lane_of_row(15));
 #pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) acc[i] = _mm512_permutexvar_ps(back, acc[i]);
-  store_group(acc, n0, valid, job, y);
+    for (int i = 0; i < MR; ++i) acc[i] = _mm512_permutexvar_ps(back, acc[i]);
+    store_group(acc, n0, valid, job, y);
+    return;
+  }
+  // store_output per column, the same operations as store_group's.
+  alignas(64) float sums[MR][kGroupRows];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) _mm512_store_ps(sums[i], acc[i]);
+  for (int i = 0; i < MR; ++i) {
+    for (int r = 0; r < valid; ++r) {
+      const int64_t n = n0 + r * row_step;
+      store_output(sums[i][lane_of_row(r)], job.bias, n, y + i * job.y_stride + n, job.accumulate);
+    }
+  }
 }
 
 constexpr int kTileRows = 4;  // rows of x per kernel call: 2 x 4 integer sums, 4 accumulators
@@ -420,7 +443,7 @@ constexpr int64_t kPanelBytes = 256 * 1024, kRowBlockBytes = 512 * 1024;
 
 template <DType D>
 struct StreamKernels {
-  using Fn = void (*)(const WeightMatrix&, int64_t, int64_t, const XRows&, const LinearJob&, float*);
+  using Fn = void (*)(const WeightMatrix&, int64_t, int64_t, int64_t, const XRows&, const LinearJob&, float*);
   static constexpr Fn table[kTileRows] = {&stream_group<D, 1>, &stream_group<D, 2>, &stream_group<D, 3>,
                                           &stream_group<D, 4>};
 };
@@ -431,8 +454,17 @@ void columns_vnni(const RoundedRows& rounded, int64_t M, int64_t K, const Linear
   const int64_t nb = K / kBlock, np = pairs(K);
   if (M <= kTileRows) {
     const XRows x = rows_of(rounded, M, nb, kOffsetKind<D>, 0);
-    for (int64_t n0 = n_begin; n0 < n_end; n0 += kGroupRows) {
-      StreamKernels<D>::table[M - 1](job.weight, n0, std::min<int64_t>(kGroupRows, n_end - n0), x, job, job.y);
+    // Q8_0: rows n, n + step, ..., n + 15 step together, n running over the first step rows (16
+    // long runs, as the exact path's four: 1.2x its decode; adjacent rows ran at 0.85-0.9x). The
+    // 4- and 5-bit types measured 10-15% better with adjacent rows (their pairs are 36-44 bytes).
+    const int64_t step = D == DType::q8_0 ? (n_end - n_begin) / kGroupRows : 0;
+    int64_t n = n_begin;
+    if (step >= 2) {
+      for (; n < n_begin + step; ++n) StreamKernels<D>::table[M - 1](job.weight, n, step, kGroupRows, x, job, job.y);
+      n = n_begin + kGroupRows * step;
+    }
+    for (int64_t n0 = n; n0 < n_end; n0 += kGroupRows) {
+      StreamKernels<D>::table[M - 1](job.weight, n0, 1, std::min<int64_t>(kGroupRows, n_end - n0), x, job, job.y);
     }
     return;
   }
@@ -478,14 +510,7 @@ bool supported() {
   return has;
 }
 
-bool eligible(Int8Weights which, DType dtype) {
-  switch (which) {
-    case Int8Weights::none: return false;
-    case Int8Weights::q4_0_q5_0: return dtype == DType::q4_0 || dtype == DType::q5_0;
-    case Int8Weights::all: return dtype == DType::q8_0 || dtype == DType::q4_0 || dtype == DType::q5_0;
-  }
-  return false;
-}
+bool eligible(DType dtype) { return dtype == DType::q8_0 || dtype == DType::q4_0 || dtype == DType::q5_0; }
 
 namespace {
 

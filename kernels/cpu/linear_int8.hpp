@@ -1,6 +1,6 @@
 #pragma once
 // The int8 dot-product path of linear for the 32-element quantized types with one scale per block
-// (Q8_0, Q4_0, Q5_0: CpuContext::int8, the decoder's "matmul": "int8"; Q4_0 and Q5_0 with "auto"): llama.cpp's way. Each
+// (Q8_0, Q4_0, Q5_0: CpuContext::int8_quant, the decoder's "matmul": "int8"): llama.cpp's way. Each
 // row of x is rounded once to 8-bit blocks of 32 (dx = max|x| / 127, q = round(x / dx), as
 // llama.cpp's Q8_0 activations but with an f32 scale), the weights stay in their blocks as 8-bit
 // integers, and `vpdpbusd` makes 64 multiply-adds per instruction; no weight is converted to float.
@@ -34,9 +34,8 @@ inline constexpr int64_t kBlock = 32;
 // slower), and "auto" does not choose it.
 bool supported();
 
-// Whether `which` multiplies weights of `dtype` this way (Q8_0, Q4_0, Q5_0 at most); every other
-// weight keeps its path.
-bool eligible(Int8Weights which, DType dtype);
+// The weight types the mode multiplies this way; every other weight type keeps its path.
+bool eligible(DType dtype);
 
 // x [M, K] rounded (K a multiple of 32). Blocks are taken in pairs (b, b + 1) whose 64 values are
 // arranged [b: 0..15][b + 1: 0..15][b: 16..31][b + 1: 16..31] (how a Q4_0 / Q5_0 pair's nibbles fall

@@ -31,17 +31,15 @@ void CpuPass::reset(const ForwardBatch& batch, const PassShape& shape) {
   }
 }
 
-CpuDevice::CpuDevice(int32_t num_threads, cpu::Isa isa, cpu::MatmulPrecision matmul, cpu::Int8Weights int8)
-    : pool_(num_threads), ctx_{.pool = &pool_, .isa = isa, .matmul = matmul, .int8 = int8} {}
+CpuDevice::CpuDevice(int32_t num_threads, cpu::Isa isa, cpu::MatmulPrecision matmul, bool int8_quant)
+    : pool_(num_threads), ctx_{.pool = &pool_, .isa = isa, .matmul = matmul, .int8_quant = int8_quant} {}
 
 std::string CpuDevice::describe() const {
   // bf16 products apply where both the ISA and the weights allow them (cpu/linear_bf16.hpp).
   const bool bf16 = ctx_.matmul == cpu::MatmulPrecision::bf16 && ctx_.isa == cpu::Isa::avx512;
   return fmt::format("cpu: {} threads, isa {}, matmul {}{}", pool_.num_threads(), cpu::to_string(ctx_.isa),
                      bf16 ? "bf16 (activations rounded to bf16 for bf16 and quantized weights)" : "f32",
-                     ctx_.int8 == cpu::Int8Weights::all         ? ", int8 for Q8_0/Q4_0/Q5_0 weights (activations rounded to 8-bit blocks)"
-                     : ctx_.int8 == cpu::Int8Weights::q4_0_q5_0 ? ", int8 for Q4_0/Q5_0 weights (activations rounded to 8-bit blocks)"
-                                                                : "");
+                     ctx_.int8_quant ? ", int8 for Q8_0/Q4_0/Q5_0 weights (activations rounded to 8-bit blocks)" : "");
 }
 
 Result<Buffer> CpuDevice::allocate(std::size_t bytes) {
@@ -88,10 +86,10 @@ Result<std::unique_ptr<DeviceContext>> make_cpu_context(const CpuOptions& option
     return make_error(ErrorCode::unsupported, "option isa: this CPU does not support {}", cpu::to_string(*isa));
   }
   cpu::MatmulPrecision matmul = cpu::MatmulPrecision::f32;
-  cpu::Int8Weights int8 = cpu::Int8Weights::none;
+  bool int8_quant = false;
   if (options.matmul == "int8") {
     // Same bits on every ISA (the scalar form without VNNI/VBMI/BITALG, much slower): no refusal needed.
-    int8 = cpu::Int8Weights::all;
+    int8_quant = true;
   } else if (options.matmul == "bf16") {
     if (!cpu::bf16dot::supported()) {
       return Status(ErrorCode::unsupported,
@@ -108,17 +106,17 @@ Result<std::unique_ptr<DeviceContext>> make_cpu_context(const CpuOptions& option
     // Intel's ran slower than the f32 FMAs (Emerald Rapids: 0.85x the prefill, quantized decode 0.6x),
     // so "auto" stays exact there; "bf16" still insists. docs/BENCHMARKS.md has both.
     if (cpu::bf16dot::supported() && *isa == cpu::Isa::avx512 && cpu::cpu_is_amd()) matmul = cpu::MatmulPrecision::bf16;
-    // Q4_0 / Q5_0 weights in the int8 mode where its AVX-512 form runs (llama.cpp's arithmetic for
-    // these files): on Emerald Rapids it decodes 1.2-1.3x and prefills 2-3x the exact path. Not
-    // Q8_0, whose exact decode is faster (cpu::Int8Weights; docs/BENCHMARKS.md). Without the
-    // instructions only the int8 scalar form would run: exact instead.
-    if (*isa == cpu::Isa::avx512 && cpu::int8dot::supported()) int8 = cpu::Int8Weights::q4_0_q5_0;
+    // Q8_0 / Q4_0 / Q5_0 weights in the int8 mode where its AVX-512 form runs (llama.cpp's
+    // arithmetic for these files): on Emerald Rapids it decodes 1.2x and more and prefills 2-3x the
+    // exact path (docs/BENCHMARKS.md). Without the instructions only its scalar form would run:
+    // exact instead.
+    int8_quant = *isa == cpu::Isa::avx512 && cpu::int8dot::supported();
   } else if (options.matmul != "f32") {
     return make_error(ErrorCode::invalid_argument, "option matmul: expected f32, bf16, int8 or auto, got \"{}\"",
                       options.matmul);
   }
   try {
-    return std::unique_ptr<DeviceContext>(std::make_unique<CpuDevice>(options.num_threads, *isa, matmul, int8));
+    return std::unique_ptr<DeviceContext>(std::make_unique<CpuDevice>(options.num_threads, *isa, matmul, int8_quant));
   } catch (const std::system_error& e) {
     return make_error(ErrorCode::internal, "cannot start the CPU threads: {}", e.what());
   }

@@ -31,7 +31,7 @@ class CpuPass final : public Pass {
 
 class CpuDevice final : public DeviceContext {
  public:
-  CpuDevice(int32_t num_threads, cpu::Isa isa, cpu::MatmulPrecision matmul, cpu::Int8Weights int8);
+  CpuDevice(int32_t num_threads, cpu::Isa isa, cpu::MatmulPrecision matmul, bool int8_quant);
 
   const cpu::CpuContext& kernels() const { return ctx_; }
 

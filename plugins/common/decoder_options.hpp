@@ -12,8 +12,8 @@
 //               8-bit blocks for Q8_0, Q4_0 and Q5_0 weights, integer dot products (AVX512-VNNI/VBMI/BITALG, as
 //               llama.cpp), the other weights exact; "f32": f32 activations and exact products
 //               (bit-identical on every CPU; what the parity tests name). "auto": bf16 on AMD CPUs
-//               with AVX512-BF16 (where it measured faster), exact otherwise; and int8 for Q4_0
-//               and Q5_0 weights where those instructions run it (Q8_0 stays exact: its decode). f16/f32 weights always
+//               with AVX512-BF16 (where it measured faster), exact otherwise; and int8 for Q8_0,
+//               Q4_0 and Q5_0 weights where those instructions run it. f16/f32 weights always
 //               take the exact path
 //   "cuda_graphs": "on" (default) | "off" | "plans"   CUDA only: decode passes of up to 64 sequences
 //               recorded as CUDA graphs and replayed ("plans": the same launch shapes, unrecorded;

@@ -73,8 +73,9 @@ Agreement compare_with_reference(const std::string& type, const std::string& opt
 
 TEST_CASE("each tiny-llama GGUF file gives llama.cpp's logits on that file", "[gguf]") {
   const std::string type = GENERATE("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K");
-  // The plugins' default (on a CPU with AVX512-VNNI/VBMI/BITALG the Q4_0 / Q5_0 matrices take the
-  // int8 mode; named here, as open_plugin_model otherwise names the exact path) and the exact path.
+  // The plugins' default (on a CPU with AVX512-VNNI/VBMI/BITALG the Q8_0 / Q4_0 / Q5_0 matrices
+  // take the int8 mode; named here, as open_plugin_model otherwise names the exact path) and the
+  // exact path.
   const std::string options = GENERATE(as<std::string>{}, R"({"matmul": "auto"})", R"({"matmul": "f32"})");
   CAPTURE(type, options);
   const Agreement a = compare_with_reference(type, options, 48);

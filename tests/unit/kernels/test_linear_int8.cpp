@@ -1,4 +1,4 @@
-// linear with CpuContext::int8 = all (Q8_0 / Q4_0 / Q5_0 weights against activations rounded to
+// linear with CpuContext::int8_quant (Q8_0 / Q4_0 / Q5_0 weights against activations rounded to
 // 8-bit blocks, integer dot products): against a model of the mode's canonical order written here
 // from linear_int8.hpp's definition and the GGUF block layouts, bit for bit on every ISA path, M,
 // thread count and fusion; against the exact path within the bound that rounding x allows; the
@@ -150,7 +150,7 @@ TEST_CASE("int8 linear follows its integer model bit for bit on every path, batc
             std::vector<float> y = residual, y_b(expected_b.size());
             const LinearJob jobs[] = {{.weight = q, .bias = bias.data(), .y = y.data(), .y_stride = n, .accumulate = true},
                                       {.weight = b, .y = y_b.data(), .y_stride = n_bf16}};
-            linear({.pool = &pool, .isa = isa, .int8 = Int8Weights::all}, x.data(), k, m, k, jobs);
+            linear({.pool = &pool, .isa = isa, .int8_quant = true}, x.data(), k, m, k, jobs);
             INFO("dtype " << to_string(dtype) << " k " << k << " m " << m << " isa " << to_string(isa) << " threads "
                           << threads);
             CHECK(same_bits(y, expected));
@@ -175,7 +175,7 @@ TEST_CASE("int8 linear stays within the error of rounding x to 8 bits of the exa
     const LinearJob exact_job{.weight = q, .y = exact.data(), .y_stride = n};
     linear({.pool = &pool, .isa = detect_isa()}, x.data(), k, m, k, {&exact_job, 1});
     const LinearJob int8_job{.weight = q, .y = rounded.data(), .y_stride = n};
-    linear({.pool = &pool, .isa = detect_isa(), .int8 = Int8Weights::all}, x.data(), k, m, k, {&int8_job, 1});
+    linear({.pool = &pool, .isa = detect_isa(), .int8_quant = true}, x.data(), k, m, k, {&int8_job, 1});
     double worst = 0.0;
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
@@ -210,7 +210,7 @@ TEST_CASE("int8 linear: a NaN or infinity in a row of x makes that row NaN and n
       ThreadPool pool(2);
       std::vector<float> y(static_cast<std::size_t>(m * n));
       const LinearJob job{.weight = q, .y = y.data(), .y_stride = n};
-      linear({.pool = &pool, .isa = isa, .int8 = Int8Weights::all}, x.data(), k, m, k, {&job, 1});
+      linear({.pool = &pool, .isa = isa, .int8_quant = true}, x.data(), k, m, k, {&job, 1});
       for (int64_t j = 0; j < n; ++j) {
         INFO("isa " << to_string(isa) << " column " << j);
         CHECK(std::isfinite(y[static_cast<std::size_t>(j)]));
@@ -231,30 +231,8 @@ TEST_CASE("the int8 mode leaves the other quantized types on the exact path", "[
     std::vector<float> exact(static_cast<std::size_t>(m * n)), moded(exact.size());
     const LinearJob a{.weight = q, .y = exact.data(), .y_stride = n}, b{.weight = q, .y = moded.data(), .y_stride = n};
     linear({.pool = &pool, .isa = detect_isa()}, x.data(), k, m, k, {&a, 1});
-    linear({.pool = &pool, .isa = detect_isa(), .int8 = Int8Weights::all}, x.data(), k, m, k, {&b, 1});
+    linear({.pool = &pool, .isa = detect_isa(), .int8_quant = true}, x.data(), k, m, k, {&b, 1});
     INFO(to_string(dtype));
     CHECK(same_bits(exact, moded));
-  }
-}
-
-TEST_CASE("Int8Weights::q4_0_q5_0 (matmul auto) takes Q4_0 and Q5_0 into the int8 mode, Q8_0 stays exact",
-          "[kernels][linear][int8]") {
-  const int64_t n = 37, k = 256, m = 3;
-  const std::vector<float> x = random_floats(static_cast<std::size_t>(m * k), 41);
-  for (DType dtype : {DType::q8_0, DType::q4_0, DType::q5_0}) {
-    const Quantized weights = make_weights(dtype, n, k, 42);
-    const WeightMatrix q{.data = weights.blocks.data(), .dtype = dtype, .rows = n, .cols = k};
-    ThreadPool pool(2);
-    auto run = [&](Int8Weights which) {
-      std::vector<float> y(static_cast<std::size_t>(m * n));
-      const LinearJob job{.weight = q, .y = y.data(), .y_stride = n};
-      linear({.pool = &pool, .isa = detect_isa(), .int8 = which}, x.data(), k, m, k, {&job, 1});
-      return y;
-    };
-    const std::vector<float> exact = run(Int8Weights::none), int8 = run(Int8Weights::all);
-    const std::vector<float> automatic = run(Int8Weights::q4_0_q5_0);
-    INFO(to_string(dtype));
-    REQUIRE(!same_bits(exact, int8));  // the two modes differ on this input
-    CHECK(same_bits(automatic, dtype == DType::q8_0 ? exact : int8));
   }
 }

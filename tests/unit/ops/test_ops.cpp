@@ -61,26 +61,27 @@ TEST_CASE("ops: the CPU context refuses unknown settings by name", "[ops]") {
   CHECK_THAT((*ctx)->describe(), !Catch::Contains("int8"));
 }
 
-TEST_CASE("ops: matmul auto takes the int8 mode for Q4_0/Q5_0 weights only where the CPU runs it", "[ops]") {
+TEST_CASE("ops: matmul auto takes the int8 mode for Q8_0/Q4_0/Q5_0 weights only where the CPU runs it", "[ops]") {
+  const std::string int8 = "int8 for Q8_0/Q4_0/Q5_0 weights";
   auto named = ops::make_cpu_context({.num_threads = 1, .isa = "scalar", .matmul = "int8"});
   REQUIRE(named.ok());
-  CHECK_THAT((*named)->describe(), Catch::Contains("int8 for Q8_0/Q4_0/Q5_0 weights"));  // its scalar form anywhere
+  CHECK_THAT((*named)->describe(), Catch::Contains(int8));  // asked for: its scalar form anywhere
   auto exact = ops::make_cpu_context({.num_threads = 1, .matmul = "f32"});
   REQUIRE(exact.ok());
-  CHECK_THAT((*exact)->describe(), !Catch::Contains("int8"));
+  CHECK_THAT((*exact)->describe(), !Catch::Contains(int8));
   if (!cpu::isa_supported(cpu::Isa::avx512) || !cpu::int8dot::supported()) {
     WARN("this CPU lacks AVX512-VNNI, VBMI or BITALG: matmul auto stays exact here");
     auto automatic = ops::make_cpu_context({.num_threads = 1, .matmul = "auto"});
     REQUIRE(automatic.ok());
-    CHECK_THAT((*automatic)->describe(), !Catch::Contains("int8"));
+    CHECK_THAT((*automatic)->describe(), !Catch::Contains(int8));
     return;
   }
   auto automatic = ops::make_cpu_context({.num_threads = 1, .isa = "avx512", .matmul = "auto"});
   REQUIRE(automatic.ok());
-  CHECK_THAT((*automatic)->describe(), Catch::Contains("int8 for Q4_0/Q5_0 weights"));
+  CHECK_THAT((*automatic)->describe(), Catch::Contains(int8));
   auto avx2 = ops::make_cpu_context({.num_threads = 1, .isa = "avx2", .matmul = "auto"});  // scalar int8 would be slow
   REQUIRE(avx2.ok());
-  CHECK_THAT((*avx2)->describe(), !Catch::Contains("int8"));
+  CHECK_THAT((*avx2)->describe(), !Catch::Contains(int8));
 }
 
 TEST_CASE("ops: linear over fused parts with biases equals a float64 reference, shapes checked once", "[ops]") {

@@ -126,7 +126,7 @@ struct CpuOptions {
   std::string_view isa = "auto";   // "auto" | "avx512" | "avx2" | "scalar": every path gives the same bits
   std::string_view matmul = "f32"; // "f32" | "bf16" (AVX512-BF16 products) | "int8" (Q8_0/Q4_0/Q5_0 weights: integer
                                    // products on 8-bit activations) | "auto" (bf16 on AMD CPUs that have it,
-                                   // int8 for Q4_0/Q5_0 where AVX512-VNNI/VBMI/BITALG run it; the decoder's default)
+                                   // int8 where AVX512-VNNI/VBMI/BITALG run it; the decoder's default)
 };
 Result<std::unique_ptr<DeviceContext>> make_cpu_context(const CpuOptions& options);
 
