@@ -49,10 +49,11 @@ bool cpu_has_avx512_bf16() {
   return isa_supported(Isa::avx512) && leaf7(1, ebx, ecx, edx, eax) && (eax & (1u << 5)) != 0;
 }
 
-bool cpu_has_avx512_vnni() {
+bool cpu_has_avx512_int8() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   constexpr unsigned kVbmi = 1u << 1, kVnni = 1u << 11, kBitalg = 1u << 12;
-  return isa_supported(Isa::avx512) && leaf7(0, ebx, ecx, edx, eax) && (ecx & (kVbmi | kVnni | kBitalg)) == (kVbmi | kVnni | kBitalg);
+  constexpr unsigned kAll = kVbmi | kVnni | kBitalg;
+  return isa_supported(Isa::avx512) && leaf7(0, ebx, ecx, edx, eax) && (ecx & kAll) == kAll;
 }
 
 bool cpu_has_amx() {

@@ -21,7 +21,9 @@ Isa detect_isa();
 bool isa_supported(Isa isa);
 // What the CPU offers beyond the dispatched ISAs, for reports ("avx512_bf16", "amx_tile").
 bool cpu_has_avx512_bf16();
-bool cpu_has_avx512_vnni();  // vpdpbusd, with VBMI and BITALG (Ice Lake, Zen 4 and later): the int8 mode (linear_int8.hpp)
+// AVX512-VNNI (vpdpbusd), VBMI (vpermb) and BITALG (vpshufbitqmb), as Ice Lake, Zen 4 and later have:
+// what the int8 mode's fast form needs (linear_int8.hpp).
+bool cpu_has_avx512_int8();
 bool cpu_has_amx();
 // Whether the CPU is AMD's (cpuid vendor "AuthenticAMD"): where vdpbf16ps was measured faster than the
 // f32 FMAs (Zen 5: 1.3x the prefill), unlike Intel's (Emerald Rapids: 0.85x; docs/BENCHMARKS.md).

@@ -10,7 +10,7 @@
 #include "quant_blocks.hpp"
 #include "simd.hpp"
 
-#define LLAISYS_INLINE_AVX512_VNNI \
+#define LLAISYS_INLINE_AVX512_INT8 \
   inline __attribute__((always_inline,                                                                   \
                         target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx512bitalg,avx2,fma,f16c")))
 
@@ -91,7 +91,7 @@ void columns_scalar(const XRows& x, int64_t M, int64_t K, const LinearJob& job, 
   }
 }
 
-// ---- AVX-512 VNNI ------------------------------------------------------------------------------
+// ---- AVX-512 (VNNI, VBMI, BITALG) ----------------------------------------------------------------
 
 // 16 weight rows' pair p: vector j holds dword j (arranged bytes 4 j .. 4 j + 3, all of block
 // b + (j / 4) % 2) of each row in lane r, the weights unsigned; scale[h][r] is row r's dw of block
@@ -130,7 +130,7 @@ inline constexpr ByteIndex kFifthBits = make_fifth_bits();
 // bytes, nothing read past them), vpermb into place, the high nibbles shifted down, and Q5_0's
 // fifth bits added by mask.
 template <DType D, bool Pair>
-LLAISYS_INLINE_AVX512_VNNI __m512i pair_bytes(const uint8_t* block) {
+LLAISYS_INLINE_AVX512_INT8 __m512i pair_bytes(const uint8_t* block) {
   constexpr int64_t kBytes = dtype_block_bytes(D);
   if constexpr (D == DType::q8_0) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
@@ -158,7 +158,7 @@ LLAISYS_INLINE_AVX512_VNNI __m512i pair_bytes(const uint8_t* block) {
 }
 
 // v[r] (row r's 16 dwords) -> out[j] (dword j of rows 0..15): a 16 x 16 transpose of 32-bit words.
-LLAISYS_INLINE_AVX512_VNNI void transpose16(const __m512i (&v)[16], int32_t (*out)[kGroupRows]) {
+LLAISYS_INLINE_AVX512_INT8 void transpose16(const __m512i (&v)[16], int32_t (*out)[kGroupRows]) {
   __m512i t[16], u[16];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) {  // t[2 i], t[2 i + 1]: rows 2 i, 2 i + 1 interleaved by dword
@@ -189,7 +189,7 @@ constexpr int64_t kPrefetchBytes = D == DType::q8_0 ? 1024 : 512;
 
 // Pair p of 16 rows (rows[r]: each row's first byte) into `out`.
 template <DType D, bool Pair>
-LLAISYS_INLINE_AVX512_VNNI void decode_group_pair(const uint8_t* const (&rows)[kGroupRows], int64_t p, GroupPair& out) {
+LLAISYS_INLINE_AVX512_INT8 void decode_group_pair(const uint8_t* const (&rows)[kGroupRows], int64_t p, GroupPair& out) {
   constexpr int64_t kBytes = dtype_block_bytes(D);
   __m512i v[kGroupRows];
   alignas(32) uint16_t half[2][kGroupRows];
@@ -212,7 +212,7 @@ LLAISYS_INLINE_AVX512_VNNI void decode_group_pair(const uint8_t* const (&rows)[k
 
 // Rows n0 .. n0 + valid - 1 of the weights (a short group repeats its last row) into np GroupPairs.
 template <DType D>
-LLAISYS_TARGET_AVX512_VNNI void decode_group(const WeightMatrix& w, int64_t n0, int64_t valid, int64_t nb,
+LLAISYS_TARGET_AVX512_INT8 void decode_group(const WeightMatrix& w, int64_t n0, int64_t valid, int64_t nb,
                                              GroupPair* out) {
   const uint8_t* rows[kGroupRows];
   for (int r = 0; r < kGroupRows; ++r) rows[r] = weight_row(w, n0 + std::min<int64_t>(r, valid - 1));
@@ -223,7 +223,7 @@ LLAISYS_TARGET_AVX512_VNNI void decode_group(const WeightMatrix& w, int64_t n0, 
 
 // acc[i] (row i of x, the group's 16 outputs in the lanes) += pair p, in the canonical order.
 template <int MR, bool Pair>
-LLAISYS_INLINE_AVX512_VNNI void multiply_pair(const GroupPair& g, const XRows& x, int64_t p, __m512 (&acc)[MR]) {
+LLAISYS_INLINE_AVX512_INT8 void multiply_pair(const GroupPair& g, const XRows& x, int64_t p, __m512 (&acc)[MR]) {
   const int64_t b = 2 * p;
   __m512i sum[2][MR];
 #pragma GCC unroll 8
@@ -257,7 +257,7 @@ LLAISYS_INLINE_AVX512_VNNI void multiply_pair(const GroupPair& g, const XRows& x
 
 // store_output's operations, 16 columns at a time: sum + bias, then y + that (acc[i]: row i of y).
 template <int MR>
-LLAISYS_INLINE_AVX512_VNNI void store_group(const __m512 (&acc)[MR], int64_t n0, int64_t valid, const LinearJob& job,
+LLAISYS_INLINE_AVX512_INT8 void store_group(const __m512 (&acc)[MR], int64_t n0, int64_t valid, const LinearJob& job,
                                             float* y) {
   const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
   const __m512 bias = job.bias != nullptr ? _mm512_maskz_loadu_ps(mask, job.bias + n0) : _mm512_setzero_ps();
@@ -272,7 +272,7 @@ LLAISYS_INLINE_AVX512_VNNI void store_group(const __m512 (&acc)[MR], int64_t n0,
 
 // MR rows of x against one decoded group: outputs n0 .. n0 + valid - 1 of those rows.
 template <int MR>
-LLAISYS_TARGET_AVX512_VNNI void group_rows(const GroupPair* g, const XRows& x, int64_t n0, int64_t valid,
+LLAISYS_TARGET_AVX512_INT8 void group_rows(const GroupPair* g, const XRows& x, int64_t n0, int64_t valid,
                                            const LinearJob& job, float* y) {
   __m512 acc[MR];
 #pragma GCC unroll 8
@@ -293,22 +293,22 @@ LLAISYS_TARGET_AVX512_VNNI void group_rows(const GroupPair* g, const XRows& x, i
 constexpr int lane_of_row(int r) { return (r & 8) | ((r & 1) << 2) | ((r >> 1) & 3); }
 
 // [a: block b | a: block b + 1 | c: block b | c: block b + 1], 4 partial sums each.
-LLAISYS_INLINE_AVX512_VNNI __m512i fold_halves(__m512i a, __m512i c) {
+LLAISYS_INLINE_AVX512_INT8 __m512i fold_halves(__m512i a, __m512i c) {
   return _mm512_add_epi32(_mm512_shuffle_i32x4(a, c, 0x44), _mm512_shuffle_i32x4(a, c, 0xEE));
 }
 // Two folds (rows r0, r1 and r2, r3) -> 128-bit lanes [r0 b, r2 b][r0 b+1, r2 b+1][r1 b, r3 b][r1 b+1, r3 b+1], 2 sums each.
-LLAISYS_INLINE_AVX512_VNNI __m512i fold_quarters(__m512i f1, __m512i f2) {
+LLAISYS_INLINE_AVX512_INT8 __m512i fold_quarters(__m512i f1, __m512i f2) {
   return _mm512_add_epi32(_mm512_unpacklo_epi64(f1, f2), _mm512_unpackhi_epi64(f1, f2));
 }
 // Rows 0-3 and 4-7 -> lanes [0 2 4 6 | b][0 2 4 6 | b+1][1 3 5 7 | b][1 3 5 7 | b+1], whole sums.
-LLAISYS_INLINE_AVX512_VNNI __m512i fold_pairs(__m512i g1, __m512i g2) {
+LLAISYS_INLINE_AVX512_INT8 __m512i fold_pairs(__m512i g1, __m512i g2) {
   const __m512 a = _mm512_castsi512_ps(g1), c = _mm512_castsi512_ps(g2);
   return _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(a, c, 0x88)),
                           _mm512_castps_si512(_mm512_shuffle_ps(a, c, 0xDD)));
 }
 
 template <DType D, int MR, bool Pair>
-LLAISYS_INLINE_AVX512_VNNI void stream_pair(const uint8_t* const (&rows)[kGroupRows], const XRows& x, int64_t p,
+LLAISYS_INLINE_AVX512_INT8 void stream_pair(const uint8_t* const (&rows)[kGroupRows], const XRows& x, int64_t p,
                                             __m512 (&acc)[MR]) {
   constexpr int64_t kBytes = dtype_block_bytes(D);
   const XRecord* records = x.records + p * x.M;
@@ -381,7 +381,7 @@ constexpr int64_t kStreamAhead = D == DType::q8_0 ? 2048 : 1024;
 // adjacent rows (row_step 1) or 16 rows row_step apart, each the start of a long run of rows read
 // in turn (columns_vnni; what Q8_0 needs to read at the memory's rate).
 template <DType D, int MR>
-LLAISYS_TARGET_AVX512_VNNI void stream_group(const WeightMatrix& weight, int64_t n0, int64_t row_step, int64_t valid,
+LLAISYS_TARGET_AVX512_INT8 void stream_group(const WeightMatrix& weight, int64_t n0, int64_t row_step, int64_t valid,
                                              const XRows& x, const LinearJob& job, float* y) {
   constexpr int64_t kBytes = dtype_block_bytes(D);
   const uint8_t* rows[kGroupRows];
@@ -506,7 +506,7 @@ void columns_of(Isa isa, const RoundedRows& x, int64_t M, int64_t K, const Linea
 }  // namespace
 
 bool supported() {
-  static const bool has = cpu_has_avx512_vnni();
+  static const bool has = cpu_has_avx512_int8();
   return has;
 }
 
@@ -554,7 +554,7 @@ void quantize_pair_scalar(const float* row, int64_t p, int64_t nb, XRecord& reco
 // The same with AVX-512 (the same operations on each value: max of |x|, one division, one
 // reciprocal, a product, a clamp, round to nearest even), for pairs of two finite blocks; anything
 // else goes to the scalar form. A prefill's rows are long: 2.5 M values per linear at K = 4864.
-LLAISYS_TARGET_AVX512_VNNI bool quantize_pair_avx512(const float* row, int64_t p, int64_t nb, XRecord& record,
+LLAISYS_TARGET_AVX512_INT8 bool quantize_pair_avx512(const float* row, int64_t p, int64_t nb, XRecord& record,
                                                      float* d, int32_t* start, int64_t row_at, int64_t plane) {
   if (2 * p + 1 >= nb) return false;
   const float* v = row + 2 * p * kBlock;

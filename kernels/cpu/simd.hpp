@@ -23,7 +23,7 @@
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 // AVX-512 with VNNI (vpdpbusd), VBMI (vpermb) and BITALG (vpshufbitqmb): the int8 dot-product mode
 // (linear_int8.hpp).
-#define LLAISYS_TARGET_AVX512_VNNI \
+#define LLAISYS_TARGET_AVX512_INT8 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx512bitalg,avx2,fma,f16c")))
 // AVX-512 with AVX512-BF16 (vdpbf16ps, vcvtne2ps2bf16): the bf16 dot-product mode (linear_bf16.hpp).
 #define LLAISYS_TARGET_AVX512_BF16 \
